@@ -1,0 +1,47 @@
+"""The ``tcl`` command. Every user-facing error is one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from tcl import __version__
+from tcl.cli import plugins_cmd, profiles_cmd
+from tcl.cli.common import Parser
+from tcl.errors import TclError
+
+COMMANDS = (plugins_cmd, profiles_cmd)
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="tcl", description="TCL: fast cross-hardware tensor program tuning on TVM MetaSchedule.")
+    parser.add_argument("--version", action="version", version=f"tcl {__version__}")
+    parser.add_argument("--profiles-dir", action="append", default=[], metavar="DIR",
+                        help="extra directory of hardware profile TOML files (repeatable)")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=Parser)
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    try:
+        return args.handler(args)
+    except TclError as exc:
+        print(f"tcl: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into head or similar
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("tcl: interrupted; finished work is saved, run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

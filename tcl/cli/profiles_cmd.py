@@ -1,0 +1,36 @@
+"""``tcl profiles``: the hardware profiles found, with their resolved TVM targets."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tcl.cli.common import print_json, print_table
+from tcl.profiles import load_profiles
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("profiles", help="list hardware profiles",
+                                   description="List built-in and user hardware profiles (user ones come from "
+                                               "--profiles-dir and TCL_PROFILES_PATH).")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    profiles = load_profiles(args.profiles_dir)
+    if args.json:
+        print_json({"profiles": [p.as_dict() for p in profiles.values()]})
+        return 0
+    print_table("hardware profiles", ["name", "backend", "threads", "target", "description"],
+                [[p.name, p.backend, p.runtime_threads, _compact(p.target), p.description] for p in profiles.values()])
+    return 0
+
+
+def _compact(target: dict[str, Any]) -> str:
+    """``llvm mcpu=core-avx2 num-cores=2``: the table's short form of a target dict."""
+    parts = [str(target.get("kind"))]
+    for key, value in target.items():
+        if key != "kind":
+            parts.append(f"{key}=({_compact(value)})" if isinstance(value, dict) else f"{key}={value}")
+    return " ".join(parts)

@@ -1,0 +1,170 @@
+"""Finds plugins (stevedore, entry-point group ``tcl.plugins``) and collects what they register.
+
+Each entry point names a module or object holding hook implementations; all of them go
+into one pluggy manager. Built-in plugins come from our own distribution through the same
+group. A plugin that fails to import or to register is recorded and skipped; two plugins
+registering one name under one extension point is an error naming both.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+from typing import Any
+
+import attrs
+import pluggy
+from stevedore import ExtensionManager
+
+from tcl import hookspecs, registrations
+from tcl.errors import TclError
+
+ENTRY_POINT_GROUP = "tcl.plugins"
+BUILTIN_DISTRIBUTION = "tcl"
+DISABLE_EXTERNAL_ENV = "TCL_DISABLE_EXTERNAL_PLUGINS"
+
+# extension point -> (registration hook name, record class)
+EXTENSION_POINTS: dict[str, tuple[str, type]] = {
+    "samplers": ("tcl_register_samplers", registrations.SamplerRegistration),
+    "cost_models": ("tcl_register_cost_models", registrations.CostModelRegistration),
+    "transfer_strategies": ("tcl_register_transfer_strategies", registrations.TransferRegistration),
+    "hardware_backends": ("tcl_register_hardware_backends", registrations.BackendRegistration),
+    "featurizers": ("tcl_register_featurizers", registrations.FeaturizerRegistration),
+    "networks": ("tcl_register_networks", registrations.NetworkRegistration),
+}
+
+
+@attrs.frozen
+class Provided:
+    """A registration plus who provided it."""
+
+    record: registrations.Registration
+    plugin: str  # entry point name
+    distribution: str
+
+    @property
+    def provider(self) -> str:
+        return f"{self.distribution} ({self.plugin})"
+
+
+@attrs.frozen
+class FailedPlugin:
+    plugin: str
+    distribution: str
+    error: str
+
+
+@attrs.define
+class Registry:
+    """Everything the installed plugins registered, by extension point and name."""
+
+    manager: pluggy.PluginManager
+    entries: dict[str, dict[str, Provided]]
+    failed: list[FailedPlugin]
+
+    def get(self, point: str, name: str) -> registrations.Registration:
+        """The record named ``name``; an unknown name raises TclError listing the choices."""
+        found = self.entries[point].get(name)
+        if found is None:
+            choices = ", ".join(sorted(self.entries[point])) or "none installed"
+            raise TclError(f"unknown {_singular(point)} '{name}'; choices: {choices}")
+        return found.record
+
+    def names(self, point: str) -> list[str]:
+        return sorted(self.entries[point])
+
+    def create(self, point: str, name: str, **options: Any) -> Any:
+        """Build the plugin object named ``name`` with ``options``."""
+        record = self.get(point, name)
+        try:
+            return record.factory(**options)
+        except TypeError as exc:
+            raise TclError(f"{_singular(point)} '{name}': bad options {sorted(options)}: {exc}") from None
+
+    @property
+    def hook(self) -> Any:
+        """Event hooks: ``registry.hook.tcl_on_epoch_end(model=..., epoch=..., metrics=...)``."""
+        return self.manager.hook
+
+
+def _singular(point: str) -> str:
+    return {"samplers": "sampler", "cost_models": "cost model", "transfer_strategies": "transfer strategy",
+            "hardware_backends": "hardware backend", "featurizers": "featurizer", "networks": "network"}[point]
+
+
+def _entry_point_distributions() -> dict[tuple[str, str], str]:
+    """(entry point name, value) -> distribution name. stevedore's cached entry points carry
+    no distribution, so ask importlib.metadata, which does."""
+    found = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found[(ep.name, ep.value)] = ep.dist.name if ep.dist is not None else "unknown"
+    return found
+
+
+def external_plugins_disabled() -> bool:
+    return os.environ.get(DISABLE_EXTERNAL_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def load_registry() -> Registry:
+    """Discover plugins and collect their registrations (fresh each call)."""
+    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    manager.add_hookspecs(hookspecs)
+    failed: list[FailedPlugin] = []
+    distributions: dict[str, str] = {}
+    skip_external = external_plugins_disabled()
+    dist_of = _entry_point_distributions()
+
+    def distribution_of(entry_point: Any) -> str:
+        return dist_of.get((entry_point.name, entry_point.value), "unknown")
+
+    def on_failure(_manager: Any, entry_point: Any, exc: BaseException) -> None:
+        if skip_external and distribution_of(entry_point) != BUILTIN_DISTRIBUTION:
+            return
+        failed.append(FailedPlugin(entry_point.name, distribution_of(entry_point), f"{type(exc).__name__}: {exc}"))
+
+    extensions = ExtensionManager(ENTRY_POINT_GROUP, invoke_on_load=False, on_load_failure_callback=on_failure)
+    for ext in extensions:
+        dist = distribution_of(ext.entry_point)
+        if skip_external and dist != BUILTIN_DISTRIBUTION:
+            continue
+        try:
+            manager.register(ext.plugin, name=ext.name)
+        except Exception as exc:  # a bad hook signature, or a second plugin with this name
+            failed.append(FailedPlugin(ext.name, dist, f"{type(exc).__name__}: {exc}"))
+            continue
+        distributions[ext.name] = dist
+
+    entries: dict[str, dict[str, Provided]] = {point: {} for point in EXTENSION_POINTS}
+    for point, (hook_name, record_type) in EXTENSION_POINTS.items():
+        for impl in getattr(manager.hook, hook_name).get_hookimpls():
+            dist = distributions.get(impl.plugin_name, "unknown")
+            try:
+                records = list(impl.function() or ())
+                for record in records:
+                    if not isinstance(record, record_type):
+                        raise TypeError(f"{hook_name} returned {type(record).__name__}, expected {record_type.__name__}")
+            except Exception as exc:
+                failed.append(FailedPlugin(impl.plugin_name, dist, f"{hook_name}: {type(exc).__name__}: {exc}"))
+                continue
+            for record in records:
+                previous = entries[point].get(record.name)
+                here = Provided(record, impl.plugin_name, dist)
+                if previous is not None:
+                    raise TclError(
+                        f"{_singular(point)} '{record.name}' is registered twice: by {previous.provider} "
+                        f"and by {here.provider}; uninstall one or set {DISABLE_EXTERNAL_ENV}=1"
+                    )
+                entries[point][record.name] = here
+    return Registry(manager, entries, failed)
+
+
+@functools.cache
+def registry() -> Registry:
+    """The process-wide registry, built on first use."""
+    return load_registry()
+
+
+def create(point: str, name: str, **options: Any) -> Any:
+    return registry().create(point, name, **options)
+

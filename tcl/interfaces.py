@@ -1,0 +1,157 @@
+"""What each kind of plugin implements. Small on purpose: the pipeline only calls these.
+
+Factories in registration records build these objects; options from a config file are
+passed to the factory as keyword arguments.
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from tcl.programs import Program, ProgramSet, Task
+
+if TYPE_CHECKING:  # imported for annotations only: tvm is slow to import
+    from tcl.profiles import HardwareProfile
+
+
+@attrs.frozen(kw_only=True)
+class MeasureResult:
+    """The outcome of measuring one candidate. ``error_kind`` is one of
+    ``build``, ``run``, ``timeout`` when it failed, else ``None``."""
+
+    run_secs: tuple[float, ...] | None
+    error_kind: str | None = None
+    error_msg: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None and bool(self.run_secs)
+
+
+class Featurizer(abc.ABC):
+    """Turns programs of one task into model inputs.
+
+    ``version`` changes whenever the features change, so checkpoints trained on older
+    features are refused instead of silently mispredicting.
+    """
+
+    name: str
+    version: str
+
+    @abc.abstractmethod
+    def featurize(self, task: Task, programs: Sequence[Program]) -> Any:
+        """Features of ``programs`` (all of ``task``), in their order."""
+
+
+class CostModel(abc.ABC):
+    """Scores programs so that a faster program scores higher (scores rank within a task)."""
+
+    name: str
+    featurizer: Featurizer
+
+    @abc.abstractmethod
+    def fit(self, train: ProgramSet, valid: ProgramSet | None = None, *, seed: int = 0) -> Mapping[str, float]:
+        """Train on measured programs; return final metrics (e.g. best validation Top-1)."""
+
+    @abc.abstractmethod
+    def predict(self, task: Task, programs: Sequence[Program]) -> np.ndarray:
+        """One float score per program."""
+
+    @abc.abstractmethod
+    def embed(self, task: Task, programs: Sequence[Program]) -> np.ndarray:
+        """A (len(programs), d) representation, used by samplers to judge similarity."""
+
+    def uncertainty(self, task: Task, programs: Sequence[Program]) -> np.ndarray:
+        """One non-negative spread per program; models without one raise NotImplementedError."""
+        raise NotImplementedError(f"cost model {self.name} gives no uncertainty")
+
+    @abc.abstractmethod
+    def save(self, path: Path) -> None:
+        """Write the model to directory ``path`` (config JSON + weights), atomically."""
+
+    @classmethod
+    @abc.abstractmethod
+    def load(cls, path: Path) -> "CostModel":
+        """Read a model written by :meth:`save`; mismatches raise :class:`tcl.errors.TclError`."""
+
+
+class Sampler(abc.ABC):
+    """Chooses which candidates of a task's pool to measure."""
+
+    name: str
+
+    @abc.abstractmethod
+    def select(
+        self,
+        task: Task,
+        pool: Sequence[Program],
+        budget: int,
+        *,
+        measured: Sequence[int] = (),
+        model: CostModel | None = None,
+        seed: int = 0,
+    ) -> list[int]:
+        """Return up to ``budget`` distinct indices into ``pool``, none of them in ``measured``."""
+
+
+class TransferStrategy(abc.ABC):
+    """Carries a cost model from earlier platforms to a new one."""
+
+    name: str
+
+    @abc.abstractmethod
+    def transfer(
+        self,
+        teacher: CostModel | None,
+        target: ProgramSet,
+        *,
+        valid: ProgramSet | None = None,
+        unlabelled: ProgramSet | None = None,
+        history: Mapping[str, ProgramSet] | None = None,
+        seed: int = 0,
+    ) -> CostModel:
+        """Return a model for ``target``'s platform. ``history`` holds earlier platforms' data,
+        for strategies that need it (multi-task learning); others ignore it."""
+
+
+class HardwareBackend(abc.ABC):
+    """Builds and times candidate programs on the hardware a profile describes."""
+
+    name: str
+
+    def __init__(self, profile: "HardwareProfile") -> None:
+        self.profile = profile
+
+    def target(self) -> Any:
+        """The ``tvm.target.Target`` programs are compiled for."""
+        return self.profile.tvm_target()
+
+    @abc.abstractmethod
+    def builder(self) -> Any:
+        """A MetaSchedule ``Builder`` (also used by MetaSchedule's own tuning)."""
+
+    @abc.abstractmethod
+    def runner(self) -> Any:
+        """A MetaSchedule ``Runner``."""
+
+    def measure(self, mod: Any, schedules: Sequence[Any]) -> list[MeasureResult]:
+        """Build and run ``schedules`` of workload ``mod``; failures become error results."""
+        from tcl.measure import measure_with
+
+        return measure_with(self.builder(), self.runner(), self.target(), mod, schedules)
+
+    def close(self) -> None:
+        """Release workers, sessions or connections."""
+
+
+@attrs.frozen(kw_only=True)
+class NetworkDefinition:
+    """What a network factory returns: a torch module in eval mode and example inputs."""
+
+    module: Any
+    example_inputs: tuple[Any, ...]

@@ -1,0 +1,94 @@
+"""Named records that registration hooks return, one class per extension point.
+
+A record carries what is needed to list a plugin (name, description) and to build it
+(factory), plus what it needs from the rest of the pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+
+def _nonempty(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{type(instance).__name__}.{attribute.name} must be a non-empty string")
+
+
+@attrs.frozen(kw_only=True)
+class Registration:
+    """Common fields: ``factory(**options)`` builds the plugin object."""
+
+    name: str = attrs.field(validator=_nonempty)
+    factory: Callable[..., Any]
+    description: str = attrs.field(validator=_nonempty)
+
+    def requirements(self) -> dict[str, str]:
+        """What this plugin needs from the pipeline, for listings."""
+        return {}
+
+
+@attrs.frozen(kw_only=True)
+class SamplerRegistration(Registration):
+    """A sampler; ``needs_model`` says whether it uses a cost model (e.g. for uncertainty)."""
+
+    needs_model: bool = False
+
+    def requirements(self) -> dict[str, str]:
+        return {"model": "yes"} if self.needs_model else {}
+
+
+@attrs.frozen(kw_only=True)
+class CostModelRegistration(Registration):
+    """A cost model and the featurizer whose output it consumes."""
+
+    featurizer: str = attrs.field(validator=_nonempty)
+
+    def requirements(self) -> dict[str, str]:
+        return {"featurizer": self.featurizer}
+
+
+@attrs.frozen(kw_only=True)
+class TransferRegistration(Registration):
+    """A transfer strategy; ``needs_teacher`` is False for strategies that start from scratch,
+    ``needs_all_platforms`` is True for those needing the same programs labelled everywhere."""
+
+    needs_teacher: bool = True
+    needs_all_platforms: bool = False
+
+    def requirements(self) -> dict[str, str]:
+        req = {"teacher": "yes" if self.needs_teacher else "no"}
+        if self.needs_all_platforms:
+            req["data"] = "same programs on every platform"
+        return req
+
+
+@attrs.frozen(kw_only=True)
+class BackendRegistration(Registration):
+    """A hardware backend; ``device`` names what it measures on (cpu, cuda, rpc...)."""
+
+    device: str = "cpu"
+
+    def requirements(self) -> dict[str, str]:
+        return {"device": self.device}
+
+
+@attrs.frozen(kw_only=True)
+class FeaturizerRegistration(Registration):
+    """A featurizer; ``version`` is stored in checkpoints so stale features are refused."""
+
+    version: str = attrs.field(validator=_nonempty)
+
+    def requirements(self) -> dict[str, str]:
+        return {"version": self.version}
+
+
+@attrs.frozen(kw_only=True)
+class NetworkRegistration(Registration):
+    """A network: ``factory()`` returns a :class:`tcl.interfaces.NetworkDefinition`."""
+
+    family: str = "other"
+
+    def requirements(self) -> dict[str, str]:
+        return {"family": self.family}

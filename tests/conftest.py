@@ -1,0 +1,54 @@
+"""Shared fixtures: real plugin packages installed with pip into temporary directories, and a
+runner for the real ``tcl`` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PLUGIN_PACKAGES = Path(__file__).parent / "plugin_packages"
+
+
+@pytest.fixture(scope="session")
+def install_plugin(tmp_path_factory):
+    """Install a test plugin package with pip (into its own target dir); return that dir."""
+    installed: dict[str, Path] = {}
+
+    def install(package: str) -> Path:
+        if package not in installed:
+            target = tmp_path_factory.mktemp(package)
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                 "--disable-pip-version-check", "--target", str(target), str(PLUGIN_PACKAGES / package)],
+                check=True, capture_output=True,
+            )
+            installed[package] = target
+        return installed[package]
+
+    return install
+
+
+def tcl_env(*extra_paths: Path, **variables: str) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(p) for p in extra_paths] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env.pop("TCL_DISABLE_EXTERNAL_PLUGINS", None)
+    env.update(variables)
+    return env
+
+
+def run_tcl(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600):
+    """Run the real CLI in a subprocess; returns the CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "tcl.cli.main", *args], capture_output=True, text=True,
+                          env=env or tcl_env(), cwd=cwd, timeout=timeout)
+
+
+def run_tcl_json(*args: str, env: dict[str, str] | None = None):
+    proc = run_tcl(*args, "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)

@@ -1,0 +1,83 @@
+"""Plugin discovery with real installed packages: built-ins, a third-party plugin, a broken one,
+a clashing one, and the switch that disables external plugins."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_tcl, run_tcl_json, tcl_env
+from tcl import discovery
+from tcl.errors import TclError
+from tcl.programs import Program, Task
+
+
+def names(listing, point):
+    return {p["name"]: p for p in listing["extension_points"][point]}
+
+
+def test_builtins_listed_with_every_extension_point():
+    listing = run_tcl_json("plugins")
+    assert set(listing["extension_points"]) == set(discovery.EXTENSION_POINTS)
+    samplers = names(listing, "samplers")
+    assert {"all", "random"} <= set(samplers)
+    assert samplers["random"]["distribution"] == "tcl"
+    assert listing["failed"] == []
+
+
+def test_third_party_package_is_discovered(install_plugin):
+    listing = run_tcl_json("plugins", env=tcl_env(install_plugin("tcl-example-plugin")))
+    assert names(listing, "samplers")["every-kth"]["distribution"] == "tcl-example-plugin"
+    assert names(listing, "hardware_backends")["plain-local"]["plugin"] == "example"
+    assert "random" in names(listing, "samplers")  # built-ins still there
+
+
+def test_third_party_sampler_is_usable(install_plugin, monkeypatch):
+    monkeypatch.syspath_prepend(str(install_plugin("tcl-example-plugin")))
+    registry = discovery.load_registry()
+    sampler = registry.create("samplers", "every-kth", k=3)
+    task = Task(key="k", name="t")
+    pool = [Program(task_key="k", trace=[[], []]) for _ in range(10)]
+    assert sampler.select(task, pool, budget=3, measured=[0]) == [1, 4, 7]
+
+
+def test_broken_plugin_is_reported_and_skipped(install_plugin):
+    env = tcl_env(install_plugin("tcl-broken-plugin"), install_plugin("tcl-example-plugin"))
+    listing = run_tcl_json("plugins", env=env)
+    (failure,) = listing["failed"]
+    assert failure["plugin"] == "broken"
+    assert failure["distribution"] == "tcl-broken-plugin"
+    assert "a_module_that_does_not_exist" in failure["error"]
+    assert "every-kth" in names(listing, "samplers")
+    table = run_tcl("plugins", env=env)
+    assert table.returncode == 0 and "broken" in table.stdout
+
+
+def test_duplicate_name_is_an_error_naming_both(install_plugin):
+    proc = run_tcl("plugins", env=tcl_env(install_plugin("tcl-clashing-plugin")))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "'random'" in proc.stderr and "tcl-clashing-plugin" in proc.stderr and "tcl (builtin-samplers)" in proc.stderr
+
+
+def test_disabling_external_plugins(install_plugin):
+    env = tcl_env(install_plugin("tcl-clashing-plugin"), install_plugin("tcl-broken-plugin"),
+                  install_plugin("tcl-example-plugin"), TCL_DISABLE_EXTERNAL_PLUGINS="1")
+    listing = run_tcl_json("plugins", env=env)
+    assert "every-kth" not in names(listing, "samplers")
+    assert names(listing, "samplers")["random"]["distribution"] == "tcl"
+    assert listing["failed"] == []
+
+
+def test_unknown_plugin_name_lists_choices():
+    with pytest.raises(TclError, match=r"unknown sampler 'nope'; choices: .*random"):
+        discovery.load_registry().get("samplers", "nope")
+
+
+def test_random_sampler_is_seeded_and_excludes_measured():
+    sampler = discovery.load_registry().create("samplers", "random")
+    task = Task(key="abc", name="t")
+    pool = [Program(task_key="abc", trace=[[], []]) for _ in range(50)]
+    first = sampler.select(task, pool, 10, measured=range(5), seed=1)
+    assert first == sampler.select(task, pool, 10, measured=range(5), seed=1)
+    assert len(set(first)) == 10 and min(first) >= 5
+    assert sampler.select(task, pool, 100, measured=range(5)) == list(range(5, 50))

@@ -1,0 +1,82 @@
+"""Hardware profiles: the six built-ins, user directories, and clear errors for bad files."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_tcl, run_tcl_json, tcl_env
+from tcl.profiles import get_profile, host_cpu_name
+
+BUILTINS = {"x86-avx512", "x86-avx2", "x86-generic", "native", "cuda-sm90", "rpc-example"}
+
+
+def test_builtin_profiles_listed_with_targets():
+    profiles = {p["name"]: p for p in run_tcl_json("profiles")["profiles"]}
+    assert set(profiles) == BUILTINS
+    assert profiles["x86-avx2"]["target"] == {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
+    assert profiles["x86-generic"]["runtime_threads"] == 1
+    assert profiles["cuda-sm90"]["target"]["arch"] == "sm_90"
+    assert profiles["native"]["target"]["mcpu"] == host_cpu_name()
+
+
+def test_targets_are_accepted_by_tvm():
+    import tvm
+
+    for name in BUILTINS:
+        target = get_profile(name).tvm_target()
+        assert isinstance(target, tvm.target.Target)
+
+
+GOOD = """name = "mine"
+description = "my box"
+backend = "local"
+runtime_threads = 4
+[target]
+kind = "llvm"
+mcpu = "znver3"
+"""
+
+
+def test_user_directory_adds_and_shadows(tmp_path):
+    (tmp_path / "mine.toml").write_text(GOOD)
+    (tmp_path / "x86-avx2.toml").write_text(GOOD.replace('"mine"', '"x86-avx2"'))
+    profiles = {p["name"]: p for p in run_tcl_json("--profiles-dir", str(tmp_path), "profiles")["profiles"]}
+    assert profiles["mine"]["runtime_threads"] == 4
+    assert profiles["x86-avx2"]["target"]["mcpu"] == "znver3"
+    env = tcl_env(TCL_PROFILES_PATH=str(tmp_path))
+    assert "mine" in {p["name"] for p in run_tcl_json("profiles", env=env)["profiles"]}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (GOOD.replace("runtime_threads = 4", "runtime_threads = -1"), "key 'runtime_threads': expected a positive integer"),
+        (GOOD.replace('backend = "local"\n', ""), "key 'backend': expected a non-empty string, got nothing"),
+        (GOOD + "[measure]\nnumber = \"three\"\n", "key 'measure.number': expected a positive integer, got 'three'"),
+        (GOOD + "[measure]\nrepeats = 2\n", "key 'measure.repeats': unknown"),
+        (GOOD.replace('kind = "llvm"', 'kinds = "llvm"'), "key 'target.kind': expected a table with a string 'kind'"),
+        ("colour = 1\n" + GOOD, "key 'colour': unknown"),
+        ("name = ", "not valid TOML"),
+    ],
+)
+def test_bad_profile_is_one_clear_line(tmp_path, text, expected):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    proc = run_tcl("--profiles-dir", str(tmp_path), "profiles")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert str(path) in lines[0] and expected in lines[0]
+
+
+def test_unknown_profile_lists_choices():
+    from tcl.errors import TclError
+
+    with pytest.raises(TclError, match="unknown profile 'nope'; choices: cuda-sm90, native"):
+        get_profile("nope")
+
+
+def test_missing_profiles_dir(tmp_path):
+    proc = run_tcl("--profiles-dir", str(tmp_path / "absent"), "profiles")
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
