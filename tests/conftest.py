@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +23,13 @@ def install_plugin(tmp_path_factory):
     def install(package: str) -> Path:
         if package not in installed:
             target = tmp_path_factory.mktemp(package)
+            source = shutil.copytree(PLUGIN_PACKAGES / package, target / "src")  # keep build files out of the tree
             subprocess.run(
                 [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                 "--disable-pip-version-check", "--target", str(target), str(PLUGIN_PACKAGES / package)],
+                 "--disable-pip-version-check", "--target", str(target / "site"), str(source)],
                 check=True, capture_output=True,
             )
+            target = target / "site"
             installed[package] = target
         return installed[package]
 
