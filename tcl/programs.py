@@ -28,11 +28,9 @@ class Task:
         """The workload IRModule (parsed on each call; callers cache)."""
         if self.mod_b64 is None:
             raise ValueError(f"task {self.name} has no TVM workload (imported records)")
-        import base64
+        from tcl.database import workload_module
 
-        import tvm
-
-        return tvm.ir.load_json(base64.b64decode(self.mod_b64).decode())
+        return workload_module(self.mod_b64)
 
 
 @attrs.frozen(kw_only=True, eq=False)

@@ -1,0 +1,49 @@
+"""``tcl collect``: measure candidate programs of networks' tasks on a hardware profile."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tcl.cli.progress import RichReporter
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "collect", help="measure candidate programs of networks on a profile",
+        description="Extract the tasks of networks, build a candidate pool per task, and measure the candidates a "
+                    "sampler picks on a hardware profile. Records are TVM JSONDatabase files; rerunning the same "
+                    "command resumes where it stopped.")
+    parser.add_argument("--profile", required=True, help="hardware profile name (see tcl profiles)")
+    parser.add_argument("--network", required=True,
+                        help="comma-separated network names (see tcl plugins) or TVM JSONDatabase directories")
+    parser.add_argument("--pool-size", type=int, required=True, help="candidates generated per task")
+    parser.add_argument("--out", type=Path, required=True, help="record directory to write (and resume)")
+    parser.add_argument("--sampler", default="all", help="which candidates to measure (default: all)")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="per task: a fraction of the pool (0-1) or a whole count of programs (default 1.0)")
+    parser.add_argument("--pool", type=Path, default=None,
+                        help="pool directory to use or create, to measure the same pool on several profiles "
+                             "(default: OUT/pool)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for pools and samplers (default 0)")
+    parser.add_argument("--batch-size", type=int, default=16, help="candidates built and run per batch")
+    parser.add_argument("--max-tasks", type=int, default=None, help="only the first N tasks (by name)")
+    parser.add_argument("--include-simple-tasks", action="store_true",
+                        help="also tasks without a reduction (reshapes, elementwise)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tcl.collect import collect
+    from tcl.profiles import get_profile
+
+    profile = get_profile(args.profile, args.profiles_dir)
+    stats = collect(profile=profile, network_names=[n.strip() for n in args.network.split(",") if n.strip()],
+                    pool_size=args.pool_size, out_dir=args.out, sampler_name=args.sampler, budget=args.budget,
+                    pool_dir=args.pool, seed=args.seed, batch_size=args.batch_size, max_tasks=args.max_tasks,
+                    include_simple_tasks=args.include_simple_tasks, reporter=RichReporter())
+    rate = stats.measured / stats.seconds if stats.seconds > 0 else 0.0
+    print(f"measured {stats.measured} programs ({stats.failed} failed) in {stats.seconds:.1f} s "
+          f"({rate:.2f} prog/s); {stats.skipped_done} were already measured; records in {args.out}")
+    return 0

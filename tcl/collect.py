@@ -1,0 +1,207 @@
+"""Collection: build candidate pools for networks' tasks and measure what a sampler picks.
+
+Resumable by construction: the record directory is the truth. Each batch is appended and
+fsynced before the next starts; on a rerun the programs already in the records (matched to
+the pool by program key) count as measured and are never measured again.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import attrs
+
+from tcl import discovery
+from tcl.errors import TclError
+from tcl.profiles import HardwareProfile
+from tcl.programs import Program, Task
+
+POOL_SUBDIR = "pool"
+
+
+@attrs.frozen
+class NetworkTasks:
+    """A network's tuning tasks: (task, weight in this network) pairs."""
+
+    network: str
+    tasks: tuple[tuple[Task, int], ...]
+
+
+def budget_count(budget: float, pool_size: int) -> int:
+    """Programs to measure per task: a fraction of the pool (``0 < budget <= 1``) or a count."""
+    if not math.isfinite(budget) or budget < 0:
+        raise TclError(f"budget must be a fraction in [0, 1] or a whole count of programs, got {budget}")
+    if budget <= 1:
+        return min(pool_size, math.ceil(budget * pool_size)) if budget > 0 else 0
+    if budget != int(budget):
+        raise TclError(f"budget above 1 is a count of programs and must be whole, got {budget}")
+    return min(pool_size, int(budget))
+
+
+def network_tasks(name: str, profile: HardwareProfile, *, include_simple_tasks: bool = False) -> NetworkTasks:
+    """Tasks of a registered network, or of the workloads in a TVM JSONDatabase directory."""
+    from tcl.pools import make_task
+
+    path = Path(name)
+    if path.is_dir():
+        from tcl.database import load_records
+
+        records = load_records(path)
+        if not records.tasks:
+            raise TclError(f"{path}: no TVM JSONDatabase workloads found")
+        return NetworkTasks(path.name, tuple((t, int(t.weight)) for t in records.tasks.values()))
+    registry = discovery.registry()
+    definition = registry.create("networks", name)
+    from tcl.tasks import extract_tasks
+
+    extracted = extract_tasks(definition, profile.tvm_target(), include_simple_tasks=include_simple_tasks)
+    return NetworkTasks(name, tuple((make_task(t.mod, name=f"{name}/{t.name}", weight=t.weight,
+                                               networks=(name,)), t.weight) for t in extracted))
+
+
+def merge_networks(suites: Iterable[NetworkTasks]) -> tuple[list[Task], dict[str, dict[str, Any]]]:
+    """One task per workload key (weights summed, networks joined) and per-network weights."""
+    merged: dict[str, Task] = {}
+    networks: dict[str, dict[str, Any]] = {}
+    for suite in suites:
+        networks[suite.network] = {"tasks": {t.key: w for t, w in suite.tasks}}
+        for task, weight in suite.tasks:
+            if task.key in merged:
+                old = merged[task.key]
+                merged[task.key] = attrs.evolve(old, weight=old.weight + weight,
+                                                networks=tuple(dict.fromkeys(old.networks + task.networks)))
+            else:
+                merged[task.key] = task
+    return list(merged.values()), networks
+
+
+def ensure_pool(pool_dir: Path, tasks: Sequence[Task], networks: dict[str, Any], profile: HardwareProfile,
+                size: int, seed: int, progress: Callable[[str], None] = lambda _: None) -> Any:
+    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks (saving once at the end)."""
+    from tcl.pools import Pool, generate_pool, is_pool, load_pool, save_pool
+
+    pool = load_pool(pool_dir) if is_pool(pool_dir) else Pool(meta={"target": profile.target, "seed": seed})
+    missing = [t for t in tasks if t.key not in pool.tasks]
+    for i, task in enumerate(missing, 1):
+        progress(f"pool {i}/{len(missing)}: {task.name}")
+        pool.add(task, generate_pool(task.module(), profile.tvm_target(), size, seed=seed))
+    known_networks = dict(pool.meta.get("networks", {}))
+    if missing or any(n not in known_networks for n in networks):
+        known_networks.update(networks)
+        pool.meta["networks"] = known_networks
+        save_pool(pool_dir, pool, meta=pool.meta)
+        pool = load_pool(pool_dir)
+    return pool
+
+
+@attrs.define
+class CollectStats:
+    measured: int = 0
+    failed: int = 0
+    skipped_done: int = 0
+    seconds: float = 0.0
+
+
+def collect(
+    *,
+    profile: HardwareProfile,
+    network_names: Sequence[str],
+    pool_size: int,
+    out_dir: Path,
+    sampler_name: str = "all",
+    budget: float = 1.0,
+    pool_dir: Path | None = None,
+    seed: int = 0,
+    batch_size: int = 16,
+    include_simple_tasks: bool = False,
+    max_tasks: int | None = None,
+    reporter: Any = None,
+) -> CollectStats:
+    """Measure, per task, ``budget`` of its pool chosen by ``sampler_name`` on ``profile``.
+
+    All names are checked before any work starts. ``reporter`` gets progress callbacks
+    (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None`` reports nothing.
+    """
+    from tcl.database import RecordWriter
+
+    registry = discovery.registry()
+    sampler = registry.create("samplers", sampler_name)
+    registry.get("hardware_backends", profile.backend)
+    for name in network_names:
+        if not Path(name).is_dir():
+            registry.get("networks", name)
+    if pool_size < 1:
+        raise TclError(f"pool size must be at least 1, got {pool_size}")
+    budget_count(budget, pool_size)  # validate before any work
+    reporter = reporter or _SilentReporter()
+
+    reporter.status("extracting tasks")
+    suites = [network_tasks(n, profile, include_simple_tasks=include_simple_tasks) for n in network_names]
+    tasks, networks = merge_networks(suites)
+    tasks.sort(key=lambda t: t.name)
+    if max_tasks is not None:
+        tasks = tasks[:max_tasks]
+    pool = ensure_pool(pool_dir or out_dir / POOL_SUBDIR, tasks, networks, profile, pool_size, seed, reporter.status)
+
+    backend = registry.create("hardware_backends", profile.backend, profile=profile)
+    stats = CollectStats()
+    start = time.perf_counter()
+    try:
+        with RecordWriter(out_dir, profile=profile.name, networks=networks) as writer:
+            from tcl.database import update_manifest
+
+            update_manifest(out_dir, tasks=tasks)
+            done_keys = writer.measured_keys()
+            plan = []
+            for task in tasks:
+                traces = pool.traces[task.key]
+                index = pool.index(task.key)
+                measured = sorted(index[k] for k in done_keys.get(task.key, ()) if k in index)
+                todo = max(0, budget_count(budget, len(traces)) - len(measured))
+                stats.skipped_done += len(measured)
+                plan.append((task, traces, measured, todo))
+            reporter.start(total=sum(p[3] for p in plan), tasks=len(plan))
+            for position, (task, traces, measured, todo) in enumerate(plan, 1):
+                if todo == 0:
+                    continue
+                reporter.task(position, len(plan), task.name)
+                programs = [Program(task_key=task.key, trace=t) for t in traces]
+                chosen = sampler.select(task, programs, todo, measured=measured, seed=seed)
+                registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key, indices=list(chosen),
+                                                      pool_size=len(traces))
+                _measure_task(task, [traces[i] for i in chosen], backend, writer, profile, batch_size, stats,
+                              reporter, registry)
+    finally:
+        backend.close()
+        stats.seconds = time.perf_counter() - start
+        reporter.finish()
+    return stats
+
+
+def _measure_task(task: Task, traces: Sequence[Any], backend: Any, writer: Any, profile: HardwareProfile,
+                  batch_size: int, stats: CollectStats, reporter: Any, registry: Any) -> None:
+    from tcl.pools import trace_to_schedule
+
+    mod = task.module()
+    target = backend.target()
+    for lo in range(0, len(traces), batch_size):
+        batch = traces[lo: lo + batch_size]
+        schedules = [trace_to_schedule(mod, t) for t in batch]
+        results = backend.measure(mod, schedules)
+        writer.add(task, list(zip(batch, results)), target=target)
+        registry.hook.tcl_on_records_measured(profile=profile.name, task=task.key, records=results)
+        failed = sum(not r.ok for r in results)
+        stats.measured += len(results)
+        stats.failed += failed
+        reporter.advance(len(results), failed)
+
+
+class _SilentReporter:
+    def status(self, text: str) -> None: ...
+    def start(self, total: int, tasks: int) -> None: ...
+    def task(self, position: int, count: int, name: str) -> None: ...
+    def advance(self, n: int, failed: int) -> None: ...
+    def finish(self) -> None: ...
