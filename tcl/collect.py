@@ -78,6 +78,22 @@ def merge_networks(suites: Iterable[NetworkTasks]) -> tuple[list[Task], dict[str
     return list(merged.values()), networks
 
 
+def interleave(tasks: Sequence[Task], suites: Sequence[NetworkTasks]) -> list[Task]:
+    """Tasks round-robin over networks (each network's own order: most work first), so that
+    the first N tasks (``--max-tasks``) cover every network."""
+    by_key = {t.key: t for t in tasks}
+    order: dict[str, Task] = {}
+    queues = [[t.key for t, _ in suite.tasks] for suite in suites]
+    while any(queues):
+        for queue in queues:
+            while queue:
+                key = queue.pop(0)
+                if key not in order:
+                    order[key] = by_key[key]
+                    break
+    return list(order.values())
+
+
 def ensure_pool(pool_dir: Path, tasks: Sequence[Task], networks: dict[str, Any], profile: HardwareProfile,
                 size: int, seed: int, progress: Callable[[str], None] = lambda _: None) -> Any:
     """Load the pool at ``pool_dir`` and add candidates for tasks it lacks (saving once at the end)."""
@@ -141,7 +157,7 @@ def collect(
     reporter.status("extracting tasks")
     suites = [network_tasks(n, profile, include_simple_tasks=include_simple_tasks) for n in network_names]
     tasks, networks = merge_networks(suites)
-    tasks.sort(key=lambda t: t.name)
+    tasks = interleave(tasks, suites)
     if max_tasks is not None:
         tasks = tasks[:max_tasks]
     pool = ensure_pool(pool_dir or out_dir / POOL_SUBDIR, tasks, networks, profile, pool_size, seed, reporter.status)

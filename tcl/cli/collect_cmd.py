@@ -28,7 +28,7 @@ def add_parser(subparsers: Any) -> None:
                              "(default: OUT/pool)")
     parser.add_argument("--seed", type=int, default=0, help="seed for pools and samplers (default 0)")
     parser.add_argument("--batch-size", type=int, default=16, help="candidates built and run per batch")
-    parser.add_argument("--max-tasks", type=int, default=None, help="only the first N tasks (by name)")
+    parser.add_argument("--max-tasks", type=int, default=None, help="only the first N tasks (round-robin over networks, most work first)")
     parser.add_argument("--include-simple-tasks", action="store_true",
                         help="also tasks without a reduction (reshapes, elementwise)")
     parser.set_defaults(handler=run)

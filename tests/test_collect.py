@@ -1,0 +1,116 @@
+"""`tcl collect` and `tcl dataset info` end to end: real pools, real measurements on this CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_tcl, tcl_env
+from tcl.database import RECORD_FILE, RecordWriter, load_records
+from tcl.pools import make_task, program_key
+
+
+def matmul_module(n: int = 64):
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    import tvm
+
+    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+
+
+@pytest.fixture(scope="module")
+def workload_dir(tmp_path_factory):
+    """A TVM JSONDatabase directory holding one small matmul workload and no records: what a
+    user points --network at to collect data for their own tasks."""
+    path = tmp_path_factory.mktemp("workloads")
+    with RecordWriter(path, manifest=False) as writer:
+        writer.add_workload(make_task(matmul_module(), name="matmul64"))
+    return path
+
+
+def collect_args(workload_dir: Path, out: Path, pool_size: int, *extra: str) -> list[str]:
+    return ["collect", "--profile", "x86-avx2", "--network", str(workload_dir), "--pool-size", str(pool_size),
+            "--out", str(out), *extra]
+
+
+def test_collect_then_resume_then_info(workload_dir, tmp_path):
+    out = tmp_path / "records"
+    proc = run_tcl(*collect_args(workload_dir, out, 6, "--sampler", "random", "--budget", "0.5"))
+    assert proc.returncode == 0, proc.stderr
+    assert "measured 3 programs" in proc.stdout
+    records = load_records(out)
+    (task, programs), = list(records)
+    assert len(programs) == 3 and all(p.ok for p in programs)
+    assert records.labels(task.key).max() == 1.0
+    # a larger budget measures only the rest, never a program twice
+    proc = run_tcl(*collect_args(workload_dir, out, 6, "--sampler", "random", "--budget", "1.0"))
+    assert proc.returncode == 0, proc.stderr
+    assert "measured 3 programs" in proc.stdout and "3 were already measured" in proc.stdout
+    keys = [program_key(p.trace) for _, progs in load_records(out) for p in progs]
+    assert len(keys) == 6 == len(set(keys))
+    info = json.loads(run_tcl("dataset", "info", str(out), "--json").stdout)
+    assert info["profiles"]["x86-avx2"]["tasks"] == 1
+    assert info["profiles"]["x86-avx2"]["measured_ok"] == 6
+
+
+def test_sigkill_mid_collection_loses_and_duplicates_nothing(workload_dir, tmp_path):
+    import tvm.s_tir.meta_schedule as ms
+
+    out = tmp_path / "records"
+    args = [sys.executable, "-m", "tcl.cli.main", *collect_args(workload_dir, out, 12, "--batch-size", "2")]
+    proc = subprocess.Popen(args, env=tcl_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    record_file = out / RECORD_FILE
+    while time.monotonic() < deadline and proc.poll() is None:
+        if record_file.exists() and record_file.read_bytes().count(b"\n") >= 4:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "collection finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = record_file.read_bytes().count(b"\n")
+    assert 4 <= killed_at < 12
+    rerun = run_tcl(*collect_args(workload_dir, out, 12, "--batch-size", "2"))
+    assert rerun.returncode == 0, rerun.stderr
+    programs = [p for _, progs in load_records(out) for p in progs]
+    keys = [program_key(p.trace) for p in programs]
+    assert len(keys) == 12 == len(set(keys))
+    database = ms.database.JSONDatabase(work_dir=str(out))
+    assert len(database.get_all_tuning_records()) == 12
+
+
+def test_unknown_names_fail_before_work(workload_dir, tmp_path):
+    cases = [
+        (["--sampler", "best"], "unknown sampler 'best'; choices: all, random"),
+        (["--profile", "x86-nope"], "unknown profile 'x86-nope'; choices:"),
+    ]
+    for extra, expected in cases:
+        out = tmp_path / "never"
+        proc = run_tcl(*collect_args(workload_dir, out, 4), *extra)
+        assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert not out.exists()
+    proc = run_tcl("collect", "--profile", "x86-avx2", "--network", "resnet-19", "--pool-size", "4",
+                   "--out", str(tmp_path / "never"))
+    assert proc.returncode == 2 and "unknown network 'resnet-19'; choices: bert-tiny" in proc.stderr
+
+
+def test_corrupt_record_line_is_named(workload_dir, tmp_path):
+    out = tmp_path / "records"
+    assert run_tcl(*collect_args(workload_dir, out, 2)).returncode == 0
+    lines = (out / RECORD_FILE).read_text().splitlines()
+    (out / RECORD_FILE).write_text(lines[0] + "\n" + "[0, {not json\n" + lines[1] + "\n")
+    proc = run_tcl("dataset", "info", str(out))
+    assert proc.returncode == 2
+    assert f"{out / RECORD_FILE}:2" in proc.stderr and "Traceback" not in proc.stderr
