@@ -81,3 +81,20 @@ def test_random_sampler_is_seeded_and_excludes_measured():
     assert first == sampler.select(task, pool, 10, measured=range(5), seed=1)
     assert len(set(first)) == 10 and min(first) >= 5
     assert sampler.select(task, pool, 100, measured=range(5)) == list(range(5, 50))
+
+
+def test_third_party_backend_measures_real_candidates(install_plugin, monkeypatch):
+    from test_collect import matmul_module
+
+    from tcl.pools import generate_pool
+    from tcl.profiles import get_profile
+
+    monkeypatch.syspath_prepend(str(install_plugin("tcl-example-plugin")))
+    registry = discovery.load_registry()
+    profile = get_profile("x86-avx2")
+    backend = registry.create("hardware_backends", "plain-local", profile=profile)
+    mod = matmul_module(32)
+    schedules = generate_pool(mod, profile.tvm_target(), 2, seed=0)
+    results = backend.measure(mod, schedules)
+    assert len(results) == 2
+    assert all(r.ok and min(r.run_secs) > 0 for r in results), results

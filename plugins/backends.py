@@ -1,0 +1,258 @@
+"""Built-in hardware backends: ``local`` (this host's CPU), ``rpc`` (a device behind a TVM
+RPC tracker) and ``cuda`` (a GPU on this host).
+
+All three build locally with :class:`tcl.measure.FastLocalBuilder` (a persistent worker pool,
+no ``tvm.s_tir.tensor_intrin`` import per build) and differ in the runner. Builders and
+runners are created on first use and kept, so repeated :meth:`measure` calls and
+MetaSchedule's own tuning reuse their worker processes; :meth:`close` stops them.
+
+``backend_options`` a profile may set:
+
+* every backend: ``build_workers`` (default 1 for CPU hosts: on 2 cores one build worker
+  beat two; for ``cuda`` the host's physical cores, up to 8), ``builds_per_worker``.
+* ``rpc``: ``tracker_host``, ``tracker_port``, ``device_key`` (required), ``session_timeout_s``
+  (default: the profile's ``run_timeout_s``), ``session_priority`` (1), ``max_sessions`` (1).
+* ``cuda``: ``device_id`` (0).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from typing import Any
+
+from tcl.errors import TclError
+from tcl.hookspecs import hookimpl
+from tcl.interfaces import HardwareBackend
+from tcl.registrations import BackendRegistration
+
+_COMMON_OPTIONS = {"build_workers", "builds_per_worker"}
+
+
+class _BuiltinBackend(HardwareBackend):
+    """Shared parts: option checking, the builder, lazily created and cached runner."""
+
+    name = "?"
+    options: frozenset[str] = frozenset()
+    target_kinds: tuple[str, ...] = ()
+
+    def __init__(self, profile: Any) -> None:
+        super().__init__(profile)
+        self._builder: Any = None
+        self._runner: Any = None
+        unknown = sorted(set(profile.backend_options) - _COMMON_OPTIONS - set(self.options))
+        if unknown:
+            expected = ", ".join(sorted(_COMMON_OPTIONS | set(self.options)))
+            raise TclError(
+                f"{profile.source}: key 'backend_options.{unknown[0]}': unknown for backend "
+                f"{self.name}; expected one of {expected}"
+            )
+        kind = profile.target.get("kind")
+        if self.target_kinds and kind not in self.target_kinds:
+            raise TclError(
+                f"{profile.source}: backend {self.name} needs a target of kind "
+                f"{' or '.join(self.target_kinds)}, got '{kind}'"
+            )
+
+    # -- options ----------------------------------------------------------------------------
+
+    def option(self, key: str, default: Any = None, *, kind: type | tuple[type, ...] = object) -> Any:
+        value = self.profile.backend_options.get(key, default)
+        if value is None or (isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool)):
+            return value
+        raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected {_kind_name(kind)}, got {value!r}")
+
+    def _positive_int(self, key: str, default: int) -> int:
+        value = self.option(key, default, kind=int)
+        if value <= 0:
+            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a positive integer, got {value!r}")
+        return value
+
+    def default_build_workers(self) -> int:
+        return 1
+
+    # -- builder / runner -------------------------------------------------------------------
+
+    def builder(self) -> Any:
+        if self._builder is None:
+            from tcl.measure import FastLocalBuilder
+
+            self._builder = FastLocalBuilder(
+                max_workers=self._positive_int("build_workers", self.default_build_workers()),
+                timeout_sec=float(self.profile.measure.build_timeout_s),
+                builds_per_worker=self._positive_int("builds_per_worker", 256),
+            )
+            # its workers start importing tvm while the runner starts (which blocks)
+            self._builder.warm_up()
+        return self._builder
+
+    def runner(self) -> Any:
+        if self._runner is None:
+            self._runner = self._make_runner()
+        return self._runner
+
+    def _make_runner(self) -> Any:
+        raise NotImplementedError
+
+    def evaluator_config(self) -> Any:
+        from tcl.measure import evaluator_config
+
+        return evaluator_config(self.profile.measure)
+
+    def close(self) -> None:
+        if self._builder is not None:
+            self._builder.close()
+            self._builder = None
+        if self._runner is not None:
+            pool = getattr(self._runner, "pool", None)
+            if pool is not None:
+                pool.shutdown()
+            self._runner = None
+
+    def __enter__(self) -> "_BuiltinBackend":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class LocalBackend(_BuiltinBackend):
+    """Builds and times on this host's CPU: one runner worker with the profile's thread count
+    and a single OpenBLAS thread."""
+
+    name = "local"
+    target_kinds = ("llvm", "c")
+
+    def _make_runner(self) -> Any:
+        from tvm.s_tir.meta_schedule.runner import LocalRunner
+
+        from tcl.measure import worker_initializer
+
+        return LocalRunner(
+            timeout_sec=float(self.profile.measure.run_timeout_s),
+            evaluator_config=self.evaluator_config(),
+            initializer=worker_initializer(self.profile.runtime_threads),
+        )
+
+
+class RPCBackend(_BuiltinBackend):
+    """Builds here, times on a device registered with a TVM RPC tracker (MetaSchedule's
+    ``RPCRunner``). The remote TVM thread pool is set to the profile's ``runtime_threads``
+    at the start of each measurement."""
+
+    name = "rpc"
+    options = frozenset({"tracker_host", "tracker_port", "device_key", "session_timeout_s", "session_priority", "max_sessions"})
+
+    def __init__(self, profile: Any) -> None:
+        super().__init__(profile)
+        for key, kind in (("tracker_host", str), ("tracker_port", int), ("device_key", str)):
+            if self.option(key, kind=kind) is None:
+                raise TclError(f"{profile.source}: key 'backend_options.{key}': expected {_kind_name(kind)}, got nothing")
+
+    def rpc_config(self) -> Any:
+        from tvm.s_tir.meta_schedule.runner import RPCConfig
+
+        timeout = self.option("session_timeout_s", self.profile.measure.run_timeout_s, kind=(int, float))
+        return RPCConfig(
+            tracker_host=self.option("tracker_host", kind=str),
+            tracker_port=self.option("tracker_port", kind=int),
+            tracker_key=self.option("device_key", kind=str),
+            session_priority=self.option("session_priority", 1, kind=int),
+            session_timeout_sec=max(1, int(round(timeout))),
+        )
+
+    def _make_runner(self) -> Any:
+        from tvm.s_tir.meta_schedule.runner import RPCRunner
+
+        from tcl.measure import rpc_run_evaluator, worker_initializer
+
+        config = self.rpc_config()
+        # a plain socket probe: RPCConfig.connect_tracker() leaves a thread retrying for a
+        # minute behind when the tracker is down, which holds up interpreter exit
+        try:
+            with socket.create_connection((config.tracker_host, config.tracker_port), timeout=10):
+                pass
+        except OSError as exc:
+            raise TclError(
+                f"{self.profile.source}: cannot reach the RPC tracker at {config.tracker_host}:{config.tracker_port} "
+                f"({exc.strerror or exc}); start one: python -m tvm.exec.rpc_tracker --host HOST --port PORT"
+            ) from None
+        return RPCRunner(
+            rpc_config=config,
+            evaluator_config=self.evaluator_config(),
+            f_run_evaluator=functools.partial(rpc_run_evaluator, num_threads=self.profile.runtime_threads),
+            max_workers=self._positive_int("max_sessions", 1),
+            initializer=worker_initializer(None),
+        )
+
+
+class CUDABackend(_BuiltinBackend):
+    """Builds here (nvcc/NVRTC through TVM), times on a local NVIDIA GPU."""
+
+    name = "cuda"
+    options = frozenset({"device_id"})
+    target_kinds = ("cuda",)
+
+    def __init__(self, profile: Any) -> None:
+        super().__init__(profile)
+        import tvm
+
+        self.device_id = self.option("device_id", 0, kind=int)
+        if not tvm.cuda(self.device_id).exist:
+            built = "with" if tvm.runtime.enabled("cuda") else "without"
+            raise TclError(
+                f"profile '{profile.name}': backend cuda: no CUDA device {self.device_id} visible to TVM "
+                f"(tvm.cuda({self.device_id}).exist is False; TVM runtime {built} CUDA); use a CPU profile "
+                "or a host with an NVIDIA GPU and driver"
+            )
+
+    def default_build_workers(self) -> int:
+        from tvm.s_tir.meta_schedule.utils import cpu_count
+
+        return max(1, min(8, cpu_count(logical=False)))
+
+    def _make_runner(self) -> Any:
+        from tvm.s_tir.meta_schedule.runner import LocalRunner
+
+        from tcl.measure import worker_initializer
+
+        env = {}
+        if self.device_id:  # LocalRunner always opens device 0: remap the visible devices
+            visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+            env["CUDA_VISIBLE_DEVICES"] = visible[self.device_id] if self.device_id < len(visible) else str(self.device_id)
+        return LocalRunner(
+            timeout_sec=float(self.profile.measure.run_timeout_s),
+            evaluator_config=self.evaluator_config()._replace(enable_cpu_cache_flush=False),
+            initializer=worker_initializer(self.profile.runtime_threads, env),
+        )
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false", object: "a value"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+@hookimpl
+def tcl_register_hardware_backends() -> list[BackendRegistration]:
+    return [
+        BackendRegistration(
+            name="local",
+            factory=LocalBackend,
+            description="this host's CPU: persistent build worker, one timing worker with the profile's threads",
+            device="cpu",
+        ),
+        BackendRegistration(
+            name="rpc",
+            factory=RPCBackend,
+            description="a device behind a TVM RPC tracker (tracker_host, tracker_port, device_key)",
+            device="rpc",
+        ),
+        BackendRegistration(
+            name="cuda",
+            factory=CUDABackend,
+            description="an NVIDIA GPU on this host (LocalRunner on cuda:device_id)",
+            device="cuda",
+        ),
+    ]

@@ -1,0 +1,292 @@
+"""The built-in hardware backends measure real programs: no mocks.
+
+Workloads are small matmuls written with ``te``; candidates are ``tvm.s_tir.Schedule``s with
+sampled tile sizes (no TuneContext: creating one imports ``tvm.s_tir.tensor_intrin``, which
+takes a minute on a busy 2-core VM). The rpc test runs a real tracker and server on
+127.0.0.1 and tears them down with their process groups.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pluggy
+import pytest
+
+tvm = pytest.importorskip("tvm")
+from tvm import te  # noqa: E402
+
+from tcl import hookspecs  # noqa: E402
+from tcl.errors import TclError  # noqa: E402
+from tcl.measure import classify_error, measure_with  # noqa: E402
+from tcl.profiles import load_profile_file  # noqa: E402
+from tcl_plugins import backends  # noqa: E402
+
+HAS_CUDA = bool(tvm.cuda(0).exist)
+NO_CUDA_REASON = "no CUDA device visible to TVM (tvm.cuda(0).exist is False)"
+
+
+# ---- workloads and candidates ------------------------------------------------------------
+
+
+def matmul(n: int) -> "tvm.IRModule":
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return tvm.IRModule({"main": te.create_prim_func([a, b, c]).with_attr("global_symbol", "main")})
+
+
+def tiled(mod: "tvm.IRModule", seed: int) -> "tvm.s_tir.Schedule":
+    """A random point of a small design space: sampled tiles, parallel outer, vector inner."""
+    sch = tvm.s_tir.Schedule(mod, seed=seed)
+    i, j, k = sch.get_loops(sch.get_sblock("C"))
+    i0, i1 = sch.split(i, sch.sample_perfect_tile(i, n=2))
+    j0, j1 = sch.split(j, sch.sample_perfect_tile(j, n=2, max_innermost_factor=16))
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.parallel(i0)
+    sch.vectorize(j1)
+    return sch
+
+
+def gpu_bound(mod: "tvm.IRModule") -> "tvm.s_tir.Schedule":
+    """Valid TIR that LLVM cannot compile: a loop bound to threadIdx.x."""
+    sch = tvm.s_tir.Schedule(mod)
+    i, _, _ = sch.get_loops(sch.get_sblock("C"))
+    sch.bind(i, "threadIdx.x")
+    return sch
+
+
+def write_profile(tmp: Path, name: str, backend: str, *, threads: int = 2, target: str | None = None,
+                  measure: str = "", options: str = "") -> object:
+    target = target or 'kind = "llvm"\nnum-cores = 2'
+    text = (
+        f'name = "{name}"\ndescription = "test profile {name}"\nbackend = "{backend}"\n'
+        f"runtime_threads = {threads}\n[target]\n{target}\n"
+        f"[measure]\nnumber = 2\nrepeat = 1\nmin_repeat_ms = 5\n{measure}\n"
+        f"[backend_options]\n{options}\n"
+    )
+    path = tmp / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_profile_file(path)
+
+
+@pytest.fixture(scope="module")
+def profile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("profiles")
+
+
+@pytest.fixture(scope="module")
+def local(profile_dir: Path):
+    backend = backends.LocalBackend(write_profile(profile_dir, "t-local", "local", threads=2))
+    yield backend
+    backend.close()
+
+
+# ---- registration and options -------------------------------------------------------------
+
+
+def test_hook_registers_three_backends() -> None:
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(backends)
+    records = [r for batch in pm.hook.tcl_register_hardware_backends() for r in batch]
+    assert {r.name: r.device for r in records} == {"local": "cpu", "rpc": "rpc", "cuda": "cuda"}
+    assert {r.name: r.factory for r in records}["local"] is backends.LocalBackend
+
+
+def test_bad_options_are_one_line_errors(profile_dir: Path) -> None:
+    with pytest.raises(TclError, match=r"backend_options\.nonsense': unknown for backend local"):
+        backends.LocalBackend(write_profile(profile_dir, "t-bad", "local", options="nonsense = 1"))
+    with pytest.raises(TclError, match=r"backend_options\.device_key': expected a string, got nothing"):
+        backends.RPCBackend(write_profile(profile_dir, "t-rpc-bad", "rpc",
+                                          options='tracker_host = "127.0.0.1"\ntracker_port = 9'))
+    with pytest.raises(TclError, match="needs a target of kind llvm or c, got 'cuda'"):
+        backends.LocalBackend(write_profile(profile_dir, "t-kind", "local", target='kind = "cuda"'))
+
+
+def test_timeout_messages_are_classified() -> None:
+    assert classify_error("run", "LocalRunner: Timeout, killed after 1.0 seconds\n") == "timeout"
+    assert classify_error("build", "LocalBuilder: Timeout, killed after 30 seconds") == "timeout"
+    assert classify_error("run", "tvm.error.RPCSessionTimeoutError: Your 3.0s session has expired") == "timeout"
+    assert classify_error("run", "LocalRunner: An exception occurred\nshape mismatch") == "run"
+
+
+# ---- local --------------------------------------------------------------------------------
+
+
+def test_local_measures_candidates(local) -> None:
+    mod = matmul(64)
+    cands = [tiled(mod, seed) for seed in (1, 2, 3, 4)]
+    results = local.measure(mod, cands)
+    assert len(results) == 4
+    for res in results:
+        assert res.ok, res.error_msg
+        assert res.run_secs and all(0 < t < 1 for t in res.run_secs)
+    # the same builder and runner (and their worker processes) serve the next batch
+    builder, runner = local.builder(), local.runner()
+    again = local.measure(mod, cands[:2])
+    assert all(r.ok for r in again)
+    assert local.builder() is builder and local.runner() is runner
+
+
+def test_local_worker_threads_follow_profile(local) -> None:
+    pool = local.runner().pool
+    assert pool.submit(tvm.runtime.num_threads).result() == 2
+    assert pool.submit(os.getenv, "OPENBLAS_NUM_THREADS").result() == "1"
+
+
+def test_failures_become_error_results(local) -> None:
+    mod = matmul(64)
+    wrong_shape = tiled(matmul(32), 1)  # builds, but the runner feeds it 64x64 tensors
+    results = local.measure(mod, [gpu_bound(mod), tiled(mod, 5), "not a schedule", wrong_shape])
+    kinds = [r.error_kind for r in results]
+    assert kinds == ["build", None, "build", "run"], [r.error_msg for r in results]
+    assert "threadIdx" in results[0].error_msg or "not implemented" in results[0].error_msg
+    assert results[1].ok
+
+
+def test_measure_with_accepts_prim_funcs(local) -> None:
+    mod = matmul(64)
+    (res,) = measure_with(local.builder(), local.runner(), local.profile.target, mod, [mod["main"]])
+    assert res.ok and res.run_secs[0] > 0
+
+
+def test_run_timeout_becomes_timeout(profile_dir: Path) -> None:
+    profile = write_profile(profile_dir, "t-timeout", "local", threads=1, measure="run_timeout_s = 1.0")
+    with backends.LocalBackend(profile) as backend:
+        big = matmul(2048)  # untiled: ~1 min single-threaded
+        (res,) = backend.measure(big, [tvm.s_tir.Schedule(big)])
+        assert res.error_kind == "timeout", res.error_msg
+        assert "Timeout" in res.error_msg
+        # the killed worker is replaced; later candidates are measured normally
+        small = matmul(64)
+        (after,) = backend.measure(small, [tiled(small, 1)])
+        assert after.ok, after.error_msg
+
+
+# ---- rpc ----------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(args: list[str]) -> subprocess.Popen:
+    # own process group: rpc_server serves from a PopenWorker child that a plain terminate()
+    # would orphan
+    return subprocess.Popen([sys.executable, "-m", *args], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
+
+
+def _wait_for(what: str, ready, procs: list[subprocess.Popen], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc in procs:
+            if proc.poll() is not None:
+                pytest.fail(f"{proc.args} exited with {proc.returncode} before {what}")
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _port_open(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+
+
+def test_rpc_measures_through_tracker(profile_dir: Path) -> None:
+    pytest.importorskip("tornado", reason="TVM's RPC tracker needs tornado")
+    tracker_port, server_port, key = _free_port(), _free_port(), "tcl-test-device"
+    procs = [_start(["tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(tracker_port),
+                     "--port-end", str(tracker_port + 1), "--silent"])]
+    profile = write_profile(
+        profile_dir, "t-rpc", "rpc", threads=1, measure="run_timeout_s = 30.0",
+        options=f'tracker_host = "127.0.0.1"\ntracker_port = {tracker_port}\ndevice_key = "{key}"\n'
+                "session_timeout_s = 30",
+    )
+    backend = backends.RPCBackend(profile)
+    try:
+        backend.builder()  # its worker starts while the tracker and server come up
+        _wait_for("the tracker", lambda: _port_open(tracker_port), procs)
+        procs.append(_start(["tvm.exec.rpc_server", "--tracker", f"127.0.0.1:{tracker_port}", "--key", key,
+                             "--host", "127.0.0.1", "--port", str(server_port), "--port-end", str(server_port + 1),
+                             "--silent"]))
+        config = backend.rpc_config()
+        runner = backend.runner()
+        _wait_for("the server to register", lambda: config.count_num_servers() > 0, procs)
+        mod = matmul(64)
+        results = backend.measure(mod, [tiled(mod, seed) for seed in (1, 2, 3)])
+        assert [r.error_kind for r in results] == [None] * 3, [r.error_msg for r in results]
+        assert all(0 < t < 1 for r in results for t in r.run_secs)
+        assert backend.runner() is runner
+    finally:
+        backend.close()
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+def test_rpc_without_tracker_is_a_clear_error(profile_dir: Path) -> None:
+    profile = write_profile(profile_dir, "t-rpc-none", "rpc", threads=1, measure="run_timeout_s = 1.0",
+                            options=f'tracker_host = "127.0.0.1"\ntracker_port = {_free_port()}\n'
+                                    'device_key = "nobody"\nsession_timeout_s = 1')
+    backend = backends.RPCBackend(profile)
+    try:
+        with pytest.raises(TclError, match="cannot reach the RPC tracker"):
+            backend.runner()
+    finally:
+        backend.close()
+
+
+# ---- cuda ---------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="a CUDA device is present")
+def test_cuda_backend_refuses_without_gpu(profile_dir: Path) -> None:
+    profile = write_profile(profile_dir, "t-cuda-none", "cuda", threads=1,
+                            target='kind = "cuda"\narch = "sm_90"\n[target.host]\nkind = "llvm"')
+    with pytest.raises(TclError, match=r"no CUDA device 0 visible to TVM") as info:
+        backends.CUDABackend(profile)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA_REASON)
+def test_cuda_measures_candidates(profile_dir: Path) -> None:
+    arch = "sm_" + tvm.cuda(0).compute_version.replace(".", "")
+    profile = write_profile(profile_dir, "t-cuda", "cuda", threads=1,
+                            target=f'kind = "cuda"\narch = "{arch}"\n[target.host]\nkind = "llvm"')
+    mod = matmul(64)
+
+    def gpu_candidate(tile: int) -> "tvm.s_tir.Schedule":
+        sch = tvm.s_tir.Schedule(mod)
+        i, j, _ = sch.get_loops(sch.get_sblock("C"))
+        i0, i1 = sch.split(i, [None, tile])
+        sch.bind(i0, "blockIdx.x")
+        sch.bind(i1, "threadIdx.x")
+        return sch
+
+    with backends.CUDABackend(profile) as backend:
+        results = backend.measure(mod, [gpu_candidate(t) for t in (8, 16, 32)] + [tvm.s_tir.Schedule(mod)])
+    assert [r.error_kind for r in results[:3]] == [None] * 3, [r.error_msg for r in results]
+    assert all(t > 0 for r in results[:3] for t in r.run_secs)
+    assert results[3].error_kind == "build"  # unbound loops do not compile for a GPU
