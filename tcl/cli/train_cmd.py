@@ -1,0 +1,114 @@
+"""``tcl train`` and ``tcl eval``: fit a cost model on records, score one on records."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tcl.cli.common import print_json, print_table
+
+
+def add_parser(subparsers: Any) -> None:
+    train = subparsers.add_parser(
+        "train", help="train a cost model on measured records",
+        description="Train a cost model (see tcl plugins) with LambdaRank within tasks on records under DATA "
+                    "(any tree of TVM JSONDatabases). Tasks of --holdout networks are kept out for evaluation.")
+    train.add_argument("--model", required=True, help="cost model name: mlp, tlp, mamba, xgb, or a plugin's")
+    train.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
+    train.add_argument("--profile", default=None, help="only records of this profile (needed when DATA holds several)")
+    train.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
+    train.add_argument("--holdout", default="", help="comma-separated networks kept out of training and evaluated on")
+    train.add_argument("--valid-fraction", type=float, default=0.1, help="fraction of training tasks for early stopping")
+    train.add_argument("--epochs", type=int, default=None, help="training epochs (model default: 50)")
+    train.add_argument("--batch-size", type=int, default=None, help="programs per batch (model default: 512)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
+    train.set_defaults(handler=run_train)
+
+    ev = subparsers.add_parser(
+        "eval", help="score a checkpoint on measured records",
+        description="Top-1/Top-5 (pooled over tasks and per network) and pairwise accuracy of a checkpoint on "
+                    "records under DATA, e.g. a directory written by plain tvm tune_tir.")
+    ev.add_argument("--model", type=Path, required=True, help="checkpoint directory")
+    ev.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
+    ev.add_argument("--profile", default=None, help="only records of this profile")
+    ev.add_argument("--json", action="store_true", help="print JSON")
+    ev.set_defaults(handler=run_eval)
+
+
+def _model_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if args.epochs is not None:
+        options["epochs"] = args.epochs
+    if args.batch_size is not None:
+        options["batch_size"] = args.batch_size
+    if args.model != "xgb":
+        options["threads"] = args.threads
+    return options
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from tcl import discovery
+    from tcl.database import load_records
+    from tcl.evaluation import score_records
+    from tcl.training import clean_records, split_by_network, split_by_task
+
+    model = discovery.registry().create("cost_models", args.model, **_model_options(args))
+    records, _ = clean_records(load_records(args.data, profile=args.profile))
+    holdout = [n for n in args.holdout.split(",") if n]
+    train, held = split_by_network(records, holdout) if holdout else (records, None)
+    train, valid = split_by_task(train, args.valid_fraction, seed=args.seed)
+    fit_metrics = model.fit(train, valid if len(valid) else None, seed=args.seed)
+    model.save(args.out)
+    print(f"trained {args.model} on {len(train.tasks)} tasks ({len(train)} programs), validated on "
+          f"{len(valid.tasks)} tasks; checkpoint in {args.out}")
+    if fit_metrics:
+        print("fit: " + ", ".join(f"{k} {v:.4f}" for k, v in fit_metrics.items() if isinstance(v, float)))
+    if held is not None and held.tasks:
+        result = score_records(model, held)
+        print(f"held-out networks {', '.join(holdout)}: " + _summary(result))
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from tcl.database import load_records
+    from tcl.evaluation import checkpoint_config, load_checkpoint, record_cpus, score_records
+    from tcl.profiles import get_profile
+
+    config = checkpoint_config(args.model)
+    model = load_checkpoint(args.model)
+    records = load_records(args.data, profile=args.profile)
+    _warn_on_other_target(config, records.profile, record_cpus(args.data, args.profile), get_profile, args.profiles_dir)
+    result = score_records(model, records)
+    if args.json:
+        print_json({"model": str(args.model), "data": str(args.data), "pooling": "top-k pooled over tasks "
+                    "(TLP); *_per_network: mean over networks (TenSet)", **result})
+        return 0
+    print_table(f"{config['model']} checkpoint {args.model} on {args.data}", ["metric", "value"],
+                [[k, f"{v:.4f}" if isinstance(v, float) else v] for k, v in result.items()])
+    print("top1/top5: pooled over tasks, weighted by task weight (TLP); *_per_network: mean over networks (TenSet)")
+    return 0
+
+
+def _warn_on_other_target(config: dict, records_profile: str | None, cpus: set[str], get_profile, dirs) -> None:
+    trained_on = config.get("profile")
+    if not trained_on:
+        return
+    if records_profile and records_profile != trained_on:
+        print(f"tcl: warning: the checkpoint was trained on profile {trained_on} but the records are of "
+              f"{records_profile}; expect lower accuracy (see tcl transfer)", file=sys.stderr)
+        return
+    try:
+        expected = str(get_profile(trained_on, dirs).target.get("mcpu"))
+    except Exception:  # noqa: BLE001 - an unknown profile only means we cannot compare
+        return
+    other = sorted(c for c in cpus if c != expected)
+    if other:
+        print(f"tcl: warning: the checkpoint was trained on profile {trained_on} (mcpu {expected}) but the "
+              f"records were measured for mcpu {', '.join(other)}; expect lower accuracy", file=sys.stderr)
+
+
+def _summary(result: dict) -> str:
+    return ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items())

@@ -1,0 +1,76 @@
+"""Evaluating a cost model on records, and loading checkpoints through the plugin registry
+(the core reads only the model name from ``config.json``; the plugin reads the rest)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from tcl import discovery
+from tcl.database import RECORD_FILE, find_databases, iter_json_lines, read_manifest
+from tcl.errors import TclError
+from tcl.interfaces import CostModel
+from tcl.metrics import evaluate
+from tcl.programs import ProgramSet
+
+CONFIG_FILE = "config.json"
+
+
+def checkpoint_config(path: Path) -> dict[str, Any]:
+    config_path = Path(path) / CONFIG_FILE
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TclError(f"{path}: not a checkpoint (no {CONFIG_FILE})") from None
+    except (OSError, ValueError) as exc:
+        raise TclError(f"{config_path}: not valid JSON ({exc})") from None
+    if not isinstance(config, dict) or not isinstance(config.get("model"), str):
+        raise TclError(f"{config_path}: key 'model' missing; not a tcl checkpoint")
+    return config
+
+
+def load_checkpoint(path: Path, **options: Any) -> CostModel:
+    """The cost model saved at ``path``, by the plugin registered under its model name."""
+    name = checkpoint_config(path)["model"]
+    record = discovery.registry().get("cost_models", name)
+    return record.factory.load(Path(path), **options)
+
+
+def score_records(model: CostModel, records: ProgramSet) -> dict[str, Any]:
+    """Top-1/Top-5 (pooled over tasks, TLP style, and averaged per network, TenSet style),
+    pairwise accuracy, and task/program counts. Failed programs count as infinitely slow."""
+    latencies, scores, weights, networks = {}, {}, {}, {}
+    for task, programs in records:
+        if len(programs) < 2 or not any(p.ok for p in programs):
+            continue
+        latencies[task.key] = np.array([p.latency for p in programs])
+        scores[task.key] = np.asarray(model.predict(task, programs), dtype=np.float64)
+        weights[task.key] = task.weight
+        networks[task.key] = list(task.networks) or ["(unknown)"]
+    if not latencies:
+        raise TclError("no task with two or more programs and a successful measurement to evaluate on")
+    result = evaluate(latencies, scores, ks=(1, 5), weights=weights, networks=networks)
+    result.update(tasks=len(latencies), programs=int(sum(len(v) for v in latencies.values())))
+    return result
+
+
+def record_cpus(path: Path, profile: str | None = None) -> set[str]:
+    """The ``mcpu`` values of the targets records under ``path`` (only ``profile``'s, if
+    given) were measured for (first record of each database), to warn when a model meets
+    records of another machine."""
+    found = set()
+    for db in find_databases(path):
+        if profile is not None and (read_manifest(db) or {}).get("profile") != profile:
+            continue
+        record_file = db / RECORD_FILE
+        if not record_file.exists():
+            continue
+        for _, line in iter_json_lines(record_file):
+            target = line[1][2] if isinstance(line, list) and len(line) == 2 else None
+            if isinstance(target, Mapping):
+                found.add(str(target.get("mcpu", target.get("kind", "?"))))
+            break
+    return found

@@ -1,0 +1,506 @@
+"""The shared trainer of torch cost models (DESIGN.md section 6).
+
+Loss: LambdaRank within each task. For the programs i, j of one task (one *group*) with labels
+``y = min latency / latency`` in (0, 1] and scores ``s`` (higher = faster)::
+
+    loss_g = sum_{i,j in g, y_i > y_j} |dNDCG_ij| * log2(1 + exp(-sigma * (s_i - s_j)))
+    |dNDCG_ij| = |G_i - G_j| * |1/log2(1 + r_i) - 1/log2(1 + r_j)|,   G = (2^y - 1) / IDCG_g
+
+``r`` is the 1-based rank of a program by its current score within its group (ties by
+position) and ``IDCG_g`` the DCG of the ideal order: ``|dNDCG_ij|`` is how much NDCG would
+change if i and j swapped places (Burges' LambdaRank weights, as in TLP). The batch loss is
+the mean of ``loss_g`` over the groups of the batch that have a pair. All pairs of a batch are
+formed at once with an ``(n, n)`` same-group mask, so a batch of many small tasks costs one
+pass.
+
+Batches hold whole tasks, or, for tasks with more programs than the batch size, near-equal
+chunks of one task (so every chunk has pairs); chunks are shuffled and packed into batches
+of at most ``batch_size`` programs.
+
+Data hygiene: programs that failed, or whose latency is NaN, infinite or not positive, are
+dropped before anything else (never trained on); a task left with one program gives no pair
+and is skipped (counted in the log line); an empty result raises :class:`TclError`.
+
+The trainer is model-agnostic: a model hands it its ``torch.nn.Module`` (``module(inputs)``
+returns one score per program) and a ``collate(parts, device)`` turning a list of
+``(task features, program indices)`` into those inputs. It imports no plugin.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import math
+import random
+import sys
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+import attrs
+import numpy as np
+import torch
+
+from tcl import metrics as tcl_metrics
+from tcl.errors import TclError
+from tcl.programs import Program, ProgramSet, Task
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "TrainConfig", "Group", "TrainResult", "StopTraining", "lambdarank_loss", "clean_records",
+    "make_groups", "make_batches", "train_ranking", "predict_groups", "split_by_task", "split_programs",
+    "split_by_network",
+    "dataset_fingerprint", "resolve_device", "seed_everything", "torch_threads", "describe_counts",
+]
+
+Collate = Callable[[Sequence[tuple[Any, np.ndarray]], torch.device], Any]
+
+
+class StopTraining(Exception):
+    """Raised by a ``tcl_on_epoch_end`` hook to stop training after this epoch (best kept)."""
+
+
+@attrs.define(kw_only=True)
+class TrainConfig:
+    """Hyper-parameters of :func:`train_ranking` (defaults: DESIGN.md section 6)."""
+
+    epochs: int = 50
+    lr: float = 7e-4
+    weight_decay: float = 1e-6
+    batch_size: int = 512
+    grad_clip: float = 0.5
+    patience: int = 10  # epochs without a better validation Top-1 before stopping
+    sigma: float = 1.0  # LambdaRank's logistic scale
+    device: str = "auto"
+    verbose: bool = True
+    # torch CPU threads while training (None: leave torch's setting). On a busy machine one
+    # thread can be many times faster than two (OpenMP workers spin waiting for each other).
+    threads: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.define(kw_only=True)
+class Group:
+    """The successfully measured programs of one task, with their features."""
+
+    task: Task
+    features: Any  # whatever the model's featurizer returns for these programs, in order
+    latencies: np.ndarray  # float64 seconds, all finite and > 0
+
+    @property
+    def key(self) -> str:
+        return self.task.key
+
+    @property
+    def labels(self) -> np.ndarray:
+        return (self.latencies.min() / self.latencies).astype(np.float32)
+
+    def __len__(self) -> int:
+        return int(self.latencies.size)
+
+
+@attrs.define(kw_only=True)
+class TrainResult:
+    metrics: dict[str, float]
+    best_epoch: int
+    epochs_run: int
+    history: list[dict[str, float]]
+    counts: dict[str, int]
+
+
+# ---- setup helpers ------------------------------------------------------------------------
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    if isinstance(device, torch.device):
+        return device
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class torch_threads:
+    """Context manager: ``torch.set_num_threads(n)`` inside, the old value after (None: no-op)."""
+
+    def __init__(self, n: int | None):
+        self.n, self.old = n, None
+
+    def __enter__(self) -> "torch_threads":
+        if self.n:
+            self.old = torch.get_num_threads()
+            torch.set_num_threads(int(self.n))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.old is not None:
+            torch.set_num_threads(self.old)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+# ---- splits and fingerprints --------------------------------------------------------------
+
+
+def split_by_task(records: ProgramSet, fraction: float = 0.1, seed: int = 0) -> tuple[ProgramSet, ProgramSet]:
+    """``(train, valid)``: a seeded random ``fraction`` of the tasks (at least one, never all
+    when there are two or more) goes to ``valid``; programs of a task stay together."""
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError("fraction must be in [0, 1)")
+    keys = sorted(records.tasks)
+    n_valid = 0
+    if fraction > 0 and len(keys) >= 2:
+        n_valid = min(max(1, round(fraction * len(keys))), len(keys) - 1)
+    perm = np.random.default_rng(seed).permutation(len(keys))
+    valid_keys = {keys[i] for i in perm[:n_valid]}
+    train = records.subset([k for k in records.tasks if k not in valid_keys])
+    valid = records.subset([k for k in records.tasks if k in valid_keys])
+    return train, valid
+
+
+def split_programs(records: ProgramSet, fraction: float = 0.2, seed: int = 0) -> tuple[ProgramSet, ProgramSet]:
+    """``(train, test)`` within tasks: a seeded random ``fraction`` of each task's programs
+    (at least one when the task has two or more) is held out. For checking that a model
+    learns a task's landscape; :func:`split_by_task` checks generalisation to unseen tasks."""
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError("fraction must be in [0, 1)")
+    train_idx: dict[str, list[int]] = {}
+    test_idx: dict[str, list[int]] = {}
+    for key in records.tasks:
+        n = len(records.programs.get(key, ()))
+        k = min(max(1, round(fraction * n)), n - 1) if (fraction > 0 and n >= 2) else 0
+        perm = np.random.default_rng([seed, int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)]).permutation(n)
+        test_idx[key] = sorted(perm[:k].tolist())
+        train_idx[key] = sorted(perm[k:].tolist())
+    return records.subset(indices=train_idx), records.subset(indices=test_idx)
+
+
+def split_by_network(records: ProgramSet, held_out: Sequence[str]) -> tuple[ProgramSet, ProgramSet]:
+    """``(train, held)``: tasks that occur in any of the ``held_out`` networks (per
+    ``Task.networks``) go to ``held``, even when other networks share them."""
+    held_set = set(held_out)
+    known = {n for t in records.tasks.values() for n in t.networks}
+    unknown = sorted(held_set - known)
+    if unknown:
+        raise TclError(f"held-out network(s) {', '.join(unknown)} not in the records; "
+                       f"networks there: {', '.join(sorted(known)) or 'none'}")
+    in_held = [k for k, t in records.tasks.items() if held_set & set(t.networks)]
+    held_keys = set(in_held)
+    return records.subset([k for k in records.tasks if k not in held_keys]), records.subset(in_held)
+
+
+def dataset_fingerprint(records: ProgramSet) -> str:
+    """A short hash of which tasks and measurements a model was trained on."""
+    h = hashlib.sha256()
+    for key in sorted(records.tasks):
+        lats = sorted(p.latency for p in records.programs.get(key, ()))
+        h.update(key.encode())
+        h.update(np.asarray(lats, dtype=np.float64).round(12).tobytes())
+    return h.hexdigest()[:16]
+
+
+# ---- data hygiene -------------------------------------------------------------------------
+
+
+def clean_records(records: ProgramSet) -> tuple[ProgramSet, dict[str, int]]:
+    """Only programs with a finite positive latency; counts of what was dropped.
+
+    Counts: ``programs`` (in), ``failed`` (error or no run time), ``nonfinite`` (NaN, inf or
+    <= 0 latency without an error), ``tasks`` (in), ``tasks_without_success`` and
+    ``single_program_tasks`` (tasks left with exactly one program).
+    """
+    out = ProgramSet(profile=records.profile)
+    c = dict(programs=0, failed=0, nonfinite=0, tasks=len(records.tasks), tasks_without_success=0,
+             single_program_tasks=0)
+    for task, progs in records:
+        ok: list[Program] = []
+        for p in progs:
+            c["programs"] += 1
+            if p.error is not None or not p.run_secs:
+                c["failed"] += 1
+            elif not p.ok:
+                c["nonfinite"] += 1
+            else:
+                ok.append(p)
+        if not ok:
+            c["tasks_without_success"] += 1
+            continue
+        if len(ok) == 1:
+            c["single_program_tasks"] += 1
+        out.add(task, ok)
+    return out, c
+
+
+def describe_counts(c: Mapping[str, int]) -> str:
+    """One phrase: what came in and what was left out, e.g. ``600 programs in 3 tasks read;
+    excluded 5 failed programs; 1 single-program task skipped for the ranking loss``."""
+    parts = [f"{c['programs']} programs in {c['tasks']} tasks read"]
+    dropped = []
+    if c.get("failed"):
+        dropped.append(f"{c['failed']} failed")
+    if c.get("nonfinite"):
+        dropped.append(f"{c['nonfinite']} NaN/inf-latency")
+    if dropped:
+        parts.append("excluded " + " and ".join(dropped) + " programs")
+    if c.get("tasks_without_success"):
+        parts.append(f"{c['tasks_without_success']} tasks without a successful program")
+    if c.get("single_program_tasks"):
+        parts.append(f"{c['single_program_tasks']} single-program tasks skipped for the ranking loss")
+    return "; ".join(parts)
+
+
+def make_groups(records: ProgramSet, featurize: Callable[[ProgramSet], Mapping[str, Any]],
+                *, what: str = "training") -> tuple[list[Group], dict[str, int]]:
+    """Clean ``records``, featurize the survivors (``featurize(clean) -> {task key:
+    features}``) and return one :class:`Group` per task with at least two programs.
+
+    Raises TclError when nothing trainable is left (for ``what="training"``).
+    """
+    clean, counts = clean_records(records)
+    keep = clean.subset([k for k, progs in clean.programs.items() if len(progs) >= 2])
+    if what == "training" and not len(keep):
+        if not len(clean):
+            raise TclError(f"no {what} data: none of the {counts['programs']} programs in "
+                           f"{counts['tasks']} tasks has a successful finite measurement")
+        raise TclError(f"no {what} data: none of the {counts['tasks']} tasks has two or more successful "
+                       f"programs, and the ranking loss needs pairs within a task")
+    feats = featurize(keep) if len(keep) else {}
+    groups = []
+    for task, progs in keep:
+        groups.append(Group(task=task, features=feats[task.key],
+                            latencies=np.array([p.latency for p in progs], dtype=np.float64)))
+    counts["groups"] = len(groups)
+    counts["used_programs"] = sum(len(g) for g in groups)
+    return groups, counts
+
+
+# ---- the loss -----------------------------------------------------------------------------
+
+
+def lambdarank_loss(scores: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor,
+                    sigma: float = 1.0, eps: float = 1e-10) -> torch.Tensor:
+    """LambdaRank (NDCG-weighted pairwise logistic) loss within groups; see the module doc.
+
+    ``scores`` (n,) float with grad, ``labels`` (n,) in [0, 1], ``groups`` (n,) int64 ids in
+    ``0..G-1``. Returns the mean over groups that have a pair (0 when none has one).
+    """
+    n = scores.shape[0]
+    if n < 2:
+        return scores.sum() * 0.0
+    labels = labels.to(scores.dtype)
+    same = groups[:, None] == groups[None, :]
+    with torch.no_grad():
+        idx = torch.arange(n, device=scores.device)
+        earlier = idx[None, :] < idx[:, None]  # [i, j]: j listed before i
+        s = scores.detach()
+        ahead = (s[None, :] > s[:, None]) | ((s[None, :] == s[:, None]) & earlier)
+        rank = 1 + (ahead & same).sum(1)
+        ideal_ahead = (labels[None, :] > labels[:, None]) | ((labels[None, :] == labels[:, None]) & earlier)
+        ideal_rank = 1 + (ideal_ahead & same).sum(1)
+        gain = torch.pow(2.0, labels) - 1.0
+        n_groups = int(groups.max()) + 1
+        idcg = torch.zeros(n_groups, dtype=scores.dtype, device=scores.device)
+        idcg.index_add_(0, groups, gain / torch.log2(1.0 + ideal_rank.to(scores.dtype)))
+        g = gain / idcg[groups].clamp(min=eps)
+        disc = 1.0 / torch.log2(1.0 + rank.to(scores.dtype))
+        weight = (g[:, None] - g[None, :]).abs() * (disc[:, None] - disc[None, :]).abs()
+        pair = same & (labels[:, None] > labels[None, :])
+        has_pair = torch.zeros(n_groups, dtype=torch.bool, device=scores.device)
+        has_pair[groups[pair.any(1)]] = True
+        n_with_pairs = int(has_pair.sum())
+    if n_with_pairs == 0:
+        return scores.sum() * 0.0
+    diff = scores[:, None] - scores[None, :]
+    pair_loss = torch.nn.functional.softplus(-sigma * diff) / math.log(2.0)  # -log2 sigmoid(sigma*diff)
+    return (weight * pair_loss)[pair].sum() / n_with_pairs
+
+
+# ---- batching -----------------------------------------------------------------------------
+
+
+def make_batches(sizes: Sequence[int], batch_size: int, rng: np.random.Generator) -> list[list[tuple[int, np.ndarray]]]:
+    """Batches of ``(group index, program indices)``: groups larger than ``batch_size`` are
+    cut into near-equal shuffled chunks, chunks are shuffled and packed greedily."""
+    chunks: list[tuple[int, np.ndarray]] = []
+    for gi, n in enumerate(sizes):
+        if n < 2:
+            continue
+        perm = rng.permutation(n)
+        for part in np.array_split(perm, math.ceil(n / batch_size)):
+            chunks.append((gi, np.sort(part)))
+    order = rng.permutation(len(chunks))
+    batches: list[list[tuple[int, np.ndarray]]] = []
+    current: list[tuple[int, np.ndarray]] = []
+    size = 0
+    for ci in order:
+        chunk = chunks[ci]
+        if current and size + chunk[1].size > batch_size:
+            batches.append(current)
+            current, size = [], 0
+        current.append(chunk)
+        size += chunk[1].size
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _eval_batches(n: int, batch_size: int) -> list[np.ndarray]:
+    return [np.arange(i, min(n, i + batch_size)) for i in range(0, n, batch_size)]
+
+
+@torch.no_grad()
+def predict_groups(module: torch.nn.Module, collate: Collate, features: Any, n: int, device: torch.device,
+                   batch_size: int = 512, fn: Callable[[Any], torch.Tensor] | None = None) -> np.ndarray:
+    """Run ``fn(inputs)`` (default ``module(inputs)``) over the ``n`` programs of one task's
+    ``features`` in batches; concatenated as numpy on the CPU. The caller sets train/eval."""
+    fn = fn or module
+    outs = []
+    for idx in _eval_batches(n, batch_size):
+        outs.append(fn(collate([(features, idx)], device)).float().cpu())
+    if not outs:
+        return np.zeros((0,), dtype=np.float64)
+    return torch.cat(outs).numpy().astype(np.float64)
+
+
+def evaluate_groups(module: torch.nn.Module, collate: Collate, groups: Sequence[Group], device: torch.device,
+                    batch_size: int = 512) -> dict[str, float]:
+    module.eval()
+    lats = {g.key: g.latencies for g in groups}
+    scores = {g.key: predict_groups(module, collate, g.features, len(g), device, batch_size) for g in groups}
+    weights = {g.key: g.task.weight for g in groups}
+    return tcl_metrics.evaluate(lats, scores, weights=weights)
+
+
+# ---- the loop -----------------------------------------------------------------------------
+
+
+def _emit(line: str, verbose: bool = True) -> None:
+    """Log ``line``; with ``verbose`` also print it to stderr (the per-epoch progress)."""
+    log.info("%s", line)
+    if verbose:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _call_epoch_hook(name: str, epoch: int, metrics: Mapping[str, float], warned: list[bool]) -> None:
+    from tcl.discovery import registry
+
+    try:
+        registry().hook.tcl_on_epoch_end(model=name, epoch=epoch, metrics=dict(metrics))
+    except StopTraining:
+        raise
+    except TclError:
+        raise
+    except Exception as exc:  # a broken observer must not end a long training run
+        if not warned[0]:
+            log.warning("tcl_on_epoch_end hook failed (ignored from now on): %s: %s", type(exc).__name__, exc)
+            warned[0] = True
+
+
+def train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Group],
+                  valid: Sequence[Group] | None = None, *, config: TrainConfig | None = None,
+                  name: str = "model", seed: int = 0, counts: Mapping[str, int] | None = None,
+                  ) -> TrainResult:
+    """Train ``module`` with LambdaRank on ``train`` groups; keep the best epoch.
+
+    With ``valid`` groups the best epoch is the one with the highest validation Top-1 and
+    training stops after ``patience`` epochs without improvement; without them the best is
+    the lowest training loss. The module is left on the chosen device with the best weights.
+    """
+    config = config or TrainConfig()
+    with torch_threads(config.threads):
+        return _train_ranking(module, collate, train, valid, config, name, seed, counts)
+
+
+def _train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Group], valid: Sequence[Group] | None,
+                   config: TrainConfig, name: str, seed: int, counts: Mapping[str, int] | None) -> TrainResult:
+    train = [g for g in train if len(g) >= 2]
+    if not train:
+        raise TclError("no training data: no task with two or more successful programs")
+    valid = [g for g in (valid or ()) if len(g) >= 2]
+    device = resolve_device(config.device)
+    module.to(device)
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    decay, no_decay = [], []
+    for _pname, p in module.named_parameters():
+        (no_decay if getattr(p, "_no_weight_decay", False) else decay).append(p)
+    optim = torch.optim.Adam([{"params": decay, "weight_decay": config.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+    labels = [torch.from_numpy(g.labels) for g in train]
+    sizes = [len(g) for g in train]
+    what = f" ({describe_counts(counts)})" if counts else ""
+    _emit(f"[{name}] training on {sum(sizes)} programs of {len(train)} tasks{what}, "
+          f"{len(valid)} validation tasks, device {device}", config.verbose)
+    best_score = -math.inf
+    best_state: dict[str, torch.Tensor] | None = None
+    best_epoch = 0
+    bad = 0
+    history: list[dict[str, float]] = []
+    warned = [False]
+    epoch = 0
+    for epoch in range(1, config.epochs + 1):
+        t0 = time.perf_counter()
+        module.train()
+        total, n_batches = 0.0, 0
+        for batch in make_batches(sizes, config.batch_size, rng):
+            inputs = collate([(train[gi].features, idx) for gi, idx in batch], device)
+            y = torch.cat([labels[gi][torch.from_numpy(idx)] for gi, idx in batch]).to(device)
+            gid = torch.cat([torch.full((idx.size,), j, dtype=torch.int64) for j, (_gi, idx) in enumerate(batch)])
+            scores = module(inputs)
+            loss = lambdarank_loss(scores, y, gid.to(device), sigma=config.sigma)
+            optim.zero_grad(set_to_none=True)
+            if loss.requires_grad:
+                loss.backward()
+                if config.grad_clip and config.grad_clip > 0:
+                    torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
+                optim.step()
+            total += float(loss.detach())
+            n_batches += 1
+        train_s = time.perf_counter() - t0
+        m: dict[str, float] = {"train_loss": total / max(n_batches, 1), "epoch_s": train_s}
+        if valid:
+            vm = evaluate_groups(module, collate, valid, device, config.batch_size)
+            m.update({f"valid_{k}": v for k, v in vm.items()})
+            score = m["valid_top1"]
+            score = -math.inf if math.isnan(score) else score
+        else:
+            score = -m["train_loss"]
+        m["eval_s"] = time.perf_counter() - t0 - train_s
+        history.append(m)
+        improved = score > best_score + 1e-12
+        if improved:
+            best_score, best_epoch, bad = score, epoch, 0
+            best_state = copy.deepcopy({k: v.detach().clone() for k, v in module.state_dict().items()})
+        else:
+            bad += 1
+        line = f"[{name}] epoch {epoch}/{config.epochs} loss {m['train_loss']:.4f}"
+        if valid:
+            line += (f" valid top1 {m['valid_top1']:.4f} top5 {m['valid_top5']:.4f}"
+                     f" pairwise {m['valid_pairwise']:.4f}")
+        _emit(line + f" {train_s:.2f}s" + (" *" if improved else ""), config.verbose)
+        stop = False
+        try:
+            _call_epoch_hook(name, epoch, m, warned)
+        except StopTraining:
+            stop = True
+        if stop or (valid and bad >= config.patience):
+            break
+    if best_state is not None:
+        module.load_state_dict(best_state)
+    module.eval()
+    best = history[best_epoch - 1] if best_epoch else (history[-1] if history else {})
+    final = {k: v for k, v in best.items() if k.startswith("valid_") or k == "train_loss"}
+    final["best_epoch"] = float(best_epoch)
+    final["epochs_run"] = float(epoch)
+    final["mean_epoch_s"] = float(np.mean([h["epoch_s"] for h in history])) if history else 0.0
+    _emit(f"[{name}] kept epoch {best_epoch} of {epoch}"
+          + (f" (valid top1 {best.get('valid_top1', math.nan):.4f})" if valid else ""), config.verbose)
+    return TrainResult(metrics=final, best_epoch=best_epoch, epochs_run=epoch, history=history,
+                       counts=dict(counts or {}))

@@ -1,0 +1,58 @@
+"""`tcl train` and `tcl eval` on the bundled measured data (real records, tiny training)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_tcl
+
+BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ckpt") / "tlp"
+    proc = run_tcl("train", "--model", "tlp", "--data", str(BUNDLED), "--profile", "x86-avx2",
+                   "--holdout", "bert-tiny", "--epochs", "2", "--batch-size", "128", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "held-out networks bert-tiny: top1" in proc.stdout
+    return out
+
+
+def test_train_writes_a_checkpoint(checkpoint):
+    config = json.loads((checkpoint / "config.json").read_text())
+    assert config["model"] == "tlp" and config["profile"] == "x86-avx2"
+    assert config["featurizer"]["name"] == "trace-seq"
+    assert (checkpoint / "weights.pt").is_file()
+
+
+def test_eval_prints_metrics(checkpoint):
+    proc = run_tcl("eval", "--model", str(checkpoint), "--data", str(BUNDLED), "--profile", "x86-avx2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["tasks"] >= 2
+    for key in ("top1", "top5", "pairwise", "top1_per_network"):
+        assert 0.0 <= result[key] <= 1.0
+    assert result["top5"] >= result["top1"]
+    assert "warning" not in proc.stderr
+
+
+def test_eval_on_another_profile_warns(checkpoint):
+    proc = run_tcl("eval", "--model", str(checkpoint), "--data", str(BUNDLED), "--profile", "x86-avx512")
+    assert proc.returncode == 0, proc.stderr
+    assert "trained on profile x86-avx2 but the records are of x86-avx512" in proc.stderr
+
+
+def test_eval_rejects_a_non_checkpoint(tmp_path):
+    proc = run_tcl("eval", "--model", str(tmp_path), "--data", str(BUNDLED))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"tcl: error: {tmp_path}: not a checkpoint (no config.json)"
+
+
+def test_train_unknown_model_lists_choices(tmp_path):
+    proc = run_tcl("train", "--model", "gpt", "--data", str(BUNDLED), "--out", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb" in proc.stderr
+    assert not (tmp_path / "x").exists()
