@@ -8,6 +8,7 @@ takes a minute on a busy 2-core VM). The rpc test runs a real tracker and server
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -216,7 +217,8 @@ def _port_open(port: int) -> bool:
 
 
 def test_rpc_measures_through_tracker(profile_dir: Path) -> None:
-    pytest.importorskip("tornado", reason="TVM's RPC tracker needs tornado")
+    if importlib.util.find_spec("tornado") is None:
+        pytest.fail("TVM's RPC tracker needs tornado, which is not installed (pip install tornado)")
     tracker_port, server_port, key = _free_port(), _free_port(), "tcl-test-device"
     procs = [_start(["tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(tracker_port),
                      "--port-end", str(tracker_port + 1), "--silent"])]
