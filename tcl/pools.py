@@ -76,6 +76,7 @@ import attrs
 from tcl.database import tvm_json_dumps, tvm_version, workload_module, workload_name, write_atomic
 from tcl.errors import TclError
 from tcl.programs import Program, ProgramSet, Task
+from tcl.tasks import as_target
 
 log = logging.getLogger(__name__)
 
@@ -157,16 +158,6 @@ def trace_to_json(obj: Any) -> Any:
 # ---- TVM helpers -------------------------------------------------------------------------
 
 
-def _as_target(target: Any) -> Any:
-    import tvm
-
-    if isinstance(target, tvm.target.Target):
-        return target
-    if isinstance(target, Mapping):
-        return tvm.target.Target(dict(target))
-    raise TclError(f"target must be a tvm.target.Target or a dict like {{'kind': 'llvm', ...}}, got {target!r}")
-
-
 def _as_module(mod: Any) -> Any:
     """An IRModule with the PrimFunc as ``main``, as ``TuneContext`` normalizes it."""
     import tvm
@@ -215,7 +206,7 @@ def ensure_tensor_intrinsics(target: Any) -> None:
     import tvm.s_tir
 
     name = "tvm.s_tir.tensor_intrin"
-    target = _as_target(target)
+    target = as_target(target)
     wanted = _intrin_modules(target)
     current = sys.modules.get(name)
     if current is not None and not getattr(current, "__tcl_stub__", False):
@@ -243,7 +234,7 @@ def tune_context(mod: Any, target: Any, *, seed: int = 0, task_name: str = "main
     """A ``TuneContext`` with the target's default space generator, rules, postprocs, mutators."""
     import tvm.s_tir.meta_schedule as ms
 
-    target = _as_target(target)
+    target = as_target(target)
     ensure_tensor_intrinsics(target)
     return ms.TuneContext(
         mod=_as_module(mod),
