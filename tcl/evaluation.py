@@ -57,11 +57,10 @@ def score_records(model: CostModel, records: ProgramSet) -> dict[str, Any]:
     return result
 
 
-def record_cpus(path: Path, profile: str | None = None) -> set[str]:
-    """The ``mcpu`` values of the targets records under ``path`` (only ``profile``'s, if
-    given) were measured for (first record of each database), to warn when a model meets
-    records of another machine."""
-    found = set()
+def record_targets(path: Path, profile: str | None = None) -> list[dict[str, Any]]:
+    """The target configs (as stored in records) of each database under ``path`` (only
+    ``profile``'s, if given), read from its first record."""
+    found = []
     for db in find_databases(path):
         if profile is not None and (read_manifest(db) or {}).get("profile") != profile:
             continue
@@ -71,6 +70,12 @@ def record_cpus(path: Path, profile: str | None = None) -> set[str]:
         for _, line in iter_json_lines(record_file):
             target = line[1][2] if isinstance(line, list) and len(line) == 2 else None
             if isinstance(target, Mapping):
-                found.add(str(target.get("mcpu", target.get("kind", "?"))))
+                found.append(dict(target))
             break
     return found
+
+
+def record_cpus(path: Path, profile: str | None = None) -> set[str]:
+    """The ``mcpu`` values records under ``path`` were measured for, to warn when a model
+    meets records of another machine."""
+    return {str(t.get("mcpu", t.get("kind", "?"))) for t in record_targets(path, profile)}
