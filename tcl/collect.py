@@ -7,7 +7,10 @@ the pool by program key) count as measured and are never measured again.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -166,7 +169,8 @@ def collect(
     stats = CollectStats()
     start = time.perf_counter()
     try:
-        with RecordWriter(out_dir, profile=profile.name, networks=networks) as writer:
+        with _deferred_interrupt() as interrupted, RecordWriter(out_dir, profile=profile.name,
+                                                                networks=networks) as writer:
             from tcl.database import update_manifest
 
             update_manifest(out_dir, tasks=tasks)
@@ -189,7 +193,7 @@ def collect(
                 registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key, indices=list(chosen),
                                                       pool_size=len(traces))
                 _measure_task(task, [traces[i] for i in chosen], backend, writer, profile, batch_size, stats,
-                              reporter, registry)
+                              reporter, registry, interrupted)
     finally:
         backend.close()
         stats.seconds = time.perf_counter() - start
@@ -197,8 +201,25 @@ def collect(
     return stats
 
 
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """Ctrl-C sets a flag instead of raising inside TVM's worker calls, where it would be
+    turned into a false error record of the candidate being measured; the collection loop
+    then drops the interrupted batch and stops with KeyboardInterrupt."""
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: flag.set())
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _measure_task(task: Task, traces: Sequence[Any], backend: Any, writer: Any, profile: HardwareProfile,
-                  batch_size: int, stats: CollectStats, reporter: Any, registry: Any) -> None:
+                  batch_size: int, stats: CollectStats, reporter: Any, registry: Any,
+                  interrupted: threading.Event) -> None:
     from tcl.pools import trace_to_schedule
 
     mod = task.module()
@@ -207,6 +228,8 @@ def _measure_task(task: Task, traces: Sequence[Any], backend: Any, writer: Any, 
         batch = traces[lo: lo + batch_size]
         schedules = [trace_to_schedule(mod, t) for t in batch]
         results = backend.measure(mod, schedules)
+        if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
+            raise KeyboardInterrupt
         writer.add(task, list(zip(batch, results)), target=target)
         registry.hook.tcl_on_records_measured(profile=profile.name, task=task.key, records=results)
         failed = sum(not r.ok for r in results)

@@ -114,3 +114,27 @@ def test_corrupt_record_line_is_named(workload_dir, tmp_path):
     proc = run_tcl("dataset", "info", str(out))
     assert proc.returncode == 2
     assert f"{out / RECORD_FILE}:2" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_ctrl_c_stops_without_false_error_records(workload_dir, tmp_path):
+    out = tmp_path / "records"
+    args = [sys.executable, "-m", "tcl.cli.main", *collect_args(workload_dir, out, 12, "--batch-size", "2")]
+    # own session, so the interrupt reaches the workers too, as a terminal's Ctrl-C does
+    proc = subprocess.Popen(args, env=tcl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    record_file = out / RECORD_FILE
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if record_file.exists() and record_file.read_bytes().count(b"\n") >= 2:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "collection finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    programs = [p for _, progs in load_records(out) for p in progs]
+    assert programs and all(p.ok for p in programs), [p.error for p in programs if not p.ok]
+    rerun = run_tcl(*collect_args(workload_dir, out, 12, "--batch-size", "2"))
+    assert rerun.returncode == 0, rerun.stderr
+    assert len([p for _, progs in load_records(out) for p in progs]) == 12
