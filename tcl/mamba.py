@@ -20,9 +20,24 @@ d_model 256), several times forward and backward. What made it fast here:
 * Contractions are ``bmm`` with a single-row left operand (``(1, k) @ (k, n)``); the transposed
   form ``(n, k) @ (k, 1)`` is 15x slower in MKL's batched GEMM.
 
-A chunked "segsum" form (Mamba-2's SSD) does not pay off for Mamba-1: the decay ``exp(delta*A)``
-depends on the state index, so the ``L x L`` kernel cannot be a matrix product and costs
-``(L+1)/2`` times the elementwise work of the recurrence.
+Measured (benchmarks/bench_mamba_speed.py, batch 512, L 25, one Mamba layer): a training step
+takes 0.6-0.7x the time of the plain loop-over-time scan, with a third of its memory, but about
+2x that of TLP's attention model. At d_model 256 part of that is structural: with a free scan
+the model still trained 1.5x slower than attention (expand 2 gives the block 1.6x attention's
+matmul work). At d_model 64 a free scan matched attention, so there the gap is the scan's ~30
+passes over its 4-D numbers, which eager torch cannot fuse.
+
+Tried and dropped:
+
+* A chunked "segsum" form (Mamba-2's SSD): the decay ``exp(delta*A)`` depends on the state
+  index here, so the ``L x L`` kernel is no matrix product; it has ``(L+1)/2`` times the
+  elementwise work of the recurrence and a ``(batch, d_inner, d_state, L, L)`` intermediate.
+* Keeping exp(delta*A) and the states from the forward for the backward: 2 x 420 MB at
+  d_model 256, and a version that did was no faster than recomputing a block at a time.
+* torch.compile of the scan alone (inductor fuses the forward recurrence into one loop): 2x
+  faster inference at d_inner 128, no faster training at d_inner 512, and 30-60 s of compiling
+  per shape. ``torch.compile`` of a whole model works (the scan stays one opaque op) but gained
+  nothing for training here.
 """
 
 from __future__ import annotations
@@ -54,8 +69,9 @@ def _states(u, delta, A2, B, dA, H) -> None:
     """
     torch.mul(delta.unsqueeze(2), A2, out=dA).exp2_()
     torch.mul((delta * u).unsqueeze(2), B.unsqueeze(-1), out=H)
-    for t in range(1, H.shape[0]):
-        H[t].addcmul_(dA[t], H[t - 1])
+    dAs, Hs = dA.unbind(0), H.unbind(0)  # one call for all steps' views (indexing each costs more)
+    for t in range(1, len(Hs)):
+        Hs[t].addcmul_(dAs[t], Hs[t - 1])
 
 
 @torch.library.custom_op("tcl::selective_scan", mutates_args=())
@@ -102,8 +118,9 @@ def _scan_backward(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: tor
         _states(ub, db, A2, Bb, dAb, Hb)
         # Adjoint states: lambda_t = C_t * gy_t + exp(delta_{t+1}*A) * lambda_{t+1}.
         torch.mul(g.unsqueeze(2), Cb.unsqueeze(-1), out=Gb)
+        dAs, Gs = dAb.unbind(0), Gb.unbind(0)
         for t in range(L - 2, -1, -1):
-            Gb[t].addcmul_(dAb[t + 1], Gb[t + 1])
+            Gs[t].addcmul_(dAs[t + 1], Gs[t + 1])
         Hf, Gf = Hb.reshape(L * n, N, d), Gb.reshape(L * n, N, d)
         dC[:, s] = torch.bmm(g.reshape(L * n, 1, d), Hf.transpose(1, 2)).view(L, n, N)
         dB[:, s] = torch.bmm((db * ub).reshape(L * n, 1, d), Gf.transpose(1, 2)).view(L, n, N)
@@ -261,7 +278,6 @@ class Mamba(nn.Module):
         ops = _mamba_ssm_ops(hidden_states)
         if ops is not None:
             return self._forward_mamba_ssm(hidden_states, *ops)
-        L = hidden_states.shape[1]
         xz = self.in_proj(hidden_states.transpose(0, 1))  # time-major (L, batch, 2*d_inner)
         x, z = xz.chunk(2, dim=-1)
         x = F.silu(self._causal_conv(x))

@@ -106,7 +106,8 @@ def test_block_under_torch_compile():
     compiled = torch.compile(m)(x)
     assert rel_err(compiled, eager) < TOL[torch.float32]
     g = torch.randn_like(eager)
-    for a, b in zip(torch.autograd.grad(compiled, [x, *m.parameters()], g), torch.autograd.grad(eager, [x, *m.parameters()], g)):
+    wrt = [x, *m.parameters()]
+    for a, b in zip(torch.autograd.grad(compiled, wrt, g), torch.autograd.grad(eager, wrt, g)):
         assert rel_err(a, b) < TOL[torch.float32]
 
 
