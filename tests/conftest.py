@@ -36,6 +36,19 @@ def install_plugin(tmp_path_factory):
     return install
 
 
+def matmul_module(n: int = 64, symbol: str | None = None):
+    """A square n x n x n matmul workload; ``symbol`` sets the PrimFunc's global_symbol."""
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    func = te.create_prim_func([a, b, c])
+    return tvm.IRModule({"main": func if symbol is None else func.with_attr("global_symbol", symbol)})
+
+
 def tcl_env(*extra_paths: Path, **variables: str) -> dict[str, str]:
     env = dict(os.environ)
     paths = [str(p) for p in extra_paths] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]

@@ -1,6 +1,6 @@
 """The built-in hardware backends measure real programs: no mocks.
 
-Workloads are small matmuls written with ``te``; candidates are ``tvm.s_tir.Schedule``s with
+Workloads are small matmuls (conftest.matmul_module); candidates are ``tvm.s_tir.Schedule``s with
 sampled tile sizes (no TuneContext: creating one imports ``tvm.s_tir.tensor_intrin``, which
 takes a minute on a busy 2-core VM). The rpc test runs a real tracker and server on
 127.0.0.1 and tears them down with their process groups.
@@ -20,8 +20,9 @@ from pathlib import Path
 import pluggy
 import pytest
 
+from conftest import matmul_module
+
 tvm = pytest.importorskip("tvm")
-from tvm import te  # noqa: E402
 
 from tcl import hookspecs  # noqa: E402
 from tcl.errors import TclError  # noqa: E402
@@ -34,14 +35,6 @@ NO_CUDA_REASON = "no CUDA device visible to TVM (tvm.cuda(0).exist is False)"
 
 
 # ---- workloads and candidates ------------------------------------------------------------
-
-
-def matmul(n: int) -> "tvm.IRModule":
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return tvm.IRModule({"main": te.create_prim_func([a, b, c]).with_attr("global_symbol", "main")})
 
 
 def tiled(mod: "tvm.IRModule", seed: int) -> "tvm.s_tir.Schedule":
@@ -123,7 +116,7 @@ def test_timeout_messages_are_classified() -> None:
 
 
 def test_local_measures_candidates(local) -> None:
-    mod = matmul(64)
+    mod = matmul_module(64, "main")
     cands = [tiled(mod, seed) for seed in (1, 2, 3, 4)]
     results = local.measure(mod, cands)
     assert len(results) == 4
@@ -144,8 +137,8 @@ def test_local_worker_threads_follow_profile(local) -> None:
 
 
 def test_failures_become_error_results(local) -> None:
-    mod = matmul(64)
-    wrong_shape = tiled(matmul(32), 1)  # builds, but the runner feeds it 64x64 tensors
+    mod = matmul_module(64, "main")
+    wrong_shape = tiled(matmul_module(32, "main"), 1)  # builds, but the runner feeds it 64x64 tensors
     results = local.measure(mod, [gpu_bound(mod), tiled(mod, 5), "not a schedule", wrong_shape])
     kinds = [r.error_kind for r in results]
     assert kinds == ["build", None, "build", "run"], [r.error_msg for r in results]
@@ -154,7 +147,7 @@ def test_failures_become_error_results(local) -> None:
 
 
 def test_measure_with_accepts_prim_funcs(local) -> None:
-    mod = matmul(64)
+    mod = matmul_module(64, "main")
     (res,) = measure_with(local.builder(), local.runner(), local.profile.target, mod, [mod["main"]])
     assert res.ok and res.run_secs[0] > 0
 
@@ -162,12 +155,12 @@ def test_measure_with_accepts_prim_funcs(local) -> None:
 def test_run_timeout_becomes_timeout(profile_dir: Path) -> None:
     profile = write_profile(profile_dir, "t-timeout", "local", threads=1, measure="run_timeout_s = 1.0")
     with backends.LocalBackend(profile) as backend:
-        big = matmul(2048)  # untiled: ~1 min single-threaded
+        big = matmul_module(2048, "main")  # untiled: ~1 min single-threaded
         (res,) = backend.measure(big, [tvm.s_tir.Schedule(big)])
         assert res.error_kind == "timeout", res.error_msg
         assert "Timeout" in res.error_msg
         # the killed worker is replaced; later candidates are measured normally
-        small = matmul(64)
+        small = matmul_module(64, "main")
         (after,) = backend.measure(small, [tiled(small, 1)])
         assert after.ok, after.error_msg
 
@@ -237,7 +230,7 @@ def test_rpc_measures_through_tracker(profile_dir: Path) -> None:
         config = backend.rpc_config()
         runner = backend.runner()
         _wait_for("the server to register", lambda: config.count_num_servers() > 0, procs)
-        mod = matmul(64)
+        mod = matmul_module(64, "main")
         results = backend.measure(mod, [tiled(mod, seed) for seed in (1, 2, 3)])
         assert [r.error_kind for r in results] == [None] * 3, [r.error_msg for r in results]
         assert all(0 < t < 1 for r in results for t in r.run_secs)
@@ -277,7 +270,7 @@ def test_cuda_measures_candidates(profile_dir: Path) -> None:
     arch = "sm_" + tvm.cuda(0).compute_version.replace(".", "")
     profile = write_profile(profile_dir, "t-cuda", "cuda", threads=1,
                             target=f'kind = "cuda"\narch = "{arch}"\n[target.host]\nkind = "llvm"')
-    mod = matmul(64)
+    mod = matmul_module(64, "main")
 
     def gpu_candidate(tile: int) -> "tvm.s_tir.Schedule":
         sch = tvm.s_tir.Schedule(mod)

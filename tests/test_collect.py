@@ -12,21 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_tcl, tcl_env
+from conftest import matmul_module, run_tcl, tcl_env
 from tcl.database import RECORD_FILE, RecordWriter, load_records
 from tcl.pools import make_task, program_key
-
-
-def matmul_module(n: int = 64):
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    import tvm
-
-    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
 
 
 @pytest.fixture(scope="module")

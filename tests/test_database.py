@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import matmul_module
 
 from tcl.database import (
     ERRORS_FILE,
@@ -32,17 +33,6 @@ from tcl.pools import ensure_tensor_intrinsics, generate_pool, make_task, progra
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 
 
-def matmul(n: int, symbol: str):
-    import tvm
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return tvm.IRModule({"main": te.create_prim_func([a, b, c]).with_attr("global_symbol", symbol)})
-
-
 @pytest.fixture(scope="module")
 def tvm_target():
     import tvm
@@ -54,7 +44,7 @@ def tvm_target():
 
 @pytest.fixture(scope="module")
 def task_and_pool(tvm_target):
-    mod = matmul(32, "mm32")
+    mod = matmul_module(32, "mm32")
     return mod, make_task(mod, weight=2.0, networks=("net",)), generate_pool(mod, tvm_target, 8, seed=0)
 
 
@@ -125,7 +115,7 @@ def test_tune_tir_output_loads(tmp_path, tvm_target):
 
     from tcl.measure import fast_build
 
-    mod = matmul(16, "mm16")
+    mod = matmul_module(16, "mm16")
     work = tmp_path / "runs" / "tune"
     ms.tune_tir(
         mod, tvm_target, str(work), max_trials_global=4, num_trials_per_iter=4,
@@ -188,7 +178,7 @@ def test_workload_name_and_ir(task_and_pool):
     _, task, _ = task_and_pool
     assert workload_ir_json(task.mod_b64).startswith("{")  # TVM prefixes an 8-byte length
     assert workload_name(task.mod_b64, task.key) == "mm32"
-    main = make_task(matmul(8, "main"))
+    main = make_task(matmul_module(8, "main"))
     assert main.name == f"main_{main.key[:8]}"
 
 

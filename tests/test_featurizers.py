@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import matmul_module
 
 from tcl.database import load_records
 from tcl.errors import TclError
@@ -21,23 +22,12 @@ TENSET_SAMPLE = Path(__file__).parent / "data" / "tenset_sample.json"
 N_POOL = 24
 
 
-def matmul(n: int):
-    import tvm
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return tvm.IRModule({"main": te.create_prim_func([a, b, c]).with_attr("global_symbol", "mm64")})
-
-
 @pytest.fixture(scope="module")
 def mm():
     """(task, programs as read from disk, the live schedules) of a 64^3 matmul."""
     from tcl.pools import generate_pool, make_task, trace_to_json
 
-    mod = matmul(64)
+    mod = matmul_module(64, "mm64")
     schedules = generate_pool(mod, TARGET, N_POOL, seed=0)
     task = make_task(mod, name="mm64")
     progs = [Program(task_key=task.key, trace=trace_to_json(s)) for s in schedules]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_tcl, run_tcl_json, tcl_env
+from conftest import matmul_module, run_tcl, run_tcl_json, tcl_env
 from tcl import discovery
 from tcl.errors import TclError
 from tcl.programs import Program, Task
@@ -84,8 +84,6 @@ def test_random_sampler_is_seeded_and_excludes_measured():
 
 
 def test_third_party_backend_measures_real_candidates(install_plugin, monkeypatch):
-    from test_collect import matmul_module
-
     from tcl.pools import generate_pool
     from tcl.profiles import get_profile
 
