@@ -45,16 +45,18 @@ from __future__ import annotations
 import base64
 import errno
 import fcntl
+import gzip
 import json
 import logging
 import math
 import os
 import platform
+import shutil
 import struct
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
 
 from tcl.errors import TclError
 from tcl.interfaces import MeasureResult
@@ -69,6 +71,9 @@ MANIFEST_FILE = "tcl_manifest.json"
 LOCK_FILE = ".tcl_writer.lock"
 TENSET_WORKLOAD_FILE = "tenset_workload.json"
 TENSET_RECORD_FILE = "tenset_tuning_record.json"
+# the big JSON-lines files that `tcl dataset pack` compresses (pool files are named in tcl.pools)
+PACKABLE_FILES = frozenset({WORKLOAD_FILE, RECORD_FILE, TENSET_WORKLOAD_FILE, TENSET_RECORD_FILE,
+                            "workloads.json", "candidates.json"})
 
 #: What MetaSchedule stores as run_secs of a candidate that failed to build or run.
 FAILED_RUN_SECS = 1e10
@@ -320,15 +325,65 @@ def _count_lines(path: Path) -> int:
     return n
 
 
+PACKED_SUFFIX = ".gz"
+
+
+def stored_file(path: str | os.PathLike) -> Path | None:
+    """``path`` itself, or its gzip-packed twin ``path.gz`` (how shipped datasets are kept
+    small, see :func:`pack_dir`); None when neither exists."""
+    path = Path(path)
+    if path.exists():
+        return path
+    packed = path.with_name(path.name + PACKED_SUFFIX)
+    return packed if packed.exists() else None
+
+
+def open_stored(path: str | os.PathLike) -> BinaryIO:
+    """Open ``path`` or its packed twin for binary reading; FileNotFoundError if neither."""
+    found = stored_file(path)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    return gzip.open(found, "rb") if found.name.endswith(PACKED_SUFFIX) else open(found, "rb")
+
+
+def pack_dir(src: str | os.PathLike, dst: str | os.PathLike, *, packed: bool) -> list[Path]:
+    """Copy a record or pool directory tree, gzip-compressing its JSON-lines files
+    (``packed=True``) or expanding them again (``packed=False``). Small metadata files are
+    copied as they are. Each file is written to a temporary name and renamed."""
+    src, dst = Path(src), Path(dst)
+    if not src.is_dir():
+        raise TclError(f"no such directory: {src}")
+    if dst.exists() and any(dst.iterdir()):
+        raise TclError(f"{dst} is not empty; choose a new directory")
+    written = []
+    for dirpath, _dirnames, filenames in os.walk(src):
+        out_dir = dst / Path(dirpath).relative_to(src)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in sorted(filenames):
+            if name == LOCK_FILE:
+                continue
+            base = name[: -len(PACKED_SUFFIX)] if name.endswith(PACKED_SUFFIX) else name
+            out_name = base + PACKED_SUFFIX if packed and base in PACKABLE_FILES else base
+            target = out_dir / out_name
+            tmp = target.with_name(target.name + ".tmp")
+            with open_stored(Path(dirpath) / base) as fin:
+                opener = gzip.open if out_name.endswith(PACKED_SUFFIX) else open
+                with opener(tmp, "wb") as fout:
+                    shutil.copyfileobj(fin, fout, 1 << 20)
+            os.replace(tmp, target)
+            written.append(target)
+    return written
+
+
 def iter_json_lines(path: str | os.PathLike, *, allow_torn_tail: bool = True) -> Iterator[tuple[int, Any]]:
-    """``(line number, parsed JSON)`` of each non-blank line.
+    """``(line number, parsed JSON)`` of each non-blank line of ``path`` (or ``path.gz``).
 
     A corrupt line raises :class:`TclError` ``path:line: ...``; the last line is skipped
     instead when it has no newline (a writer killed or still writing) and ``allow_torn_tail``.
     """
     path = Path(path)
     try:
-        fh = open(path, "rb")
+        fh = open_stored(path)
     except FileNotFoundError:
         return
     except OSError as exc:
@@ -558,6 +613,10 @@ class RecordWriter:
         else:
             self.workload_path, self.record_path = self.dir / WORKLOAD_FILE, self.dir / RECORD_FILE
         self.errors_path = self.dir / ERRORS_FILE
+        for path in (self.workload_path, self.record_path):
+            if not path.exists() and stored_file(path) is not None:
+                raise TclError(f"{self.dir} holds a packed (gzip) database; unpack it first: "
+                               f"tcl dataset unpack {self.dir} --out NEW_DIR")
         self._lock = open(self.dir / LOCK_FILE, "a")
         try:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -731,7 +790,8 @@ def find_databases(path: str | os.PathLike) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        if WORKLOAD_FILE in filenames or TENSET_WORKLOAD_FILE in filenames:
+        names = {n[: -len(PACKED_SUFFIX)] if n.endswith(PACKED_SUFFIX) else n for n in filenames}
+        if WORKLOAD_FILE in names or TENSET_WORKLOAD_FILE in names:
             found.append(Path(dirpath))
     return found
 
@@ -752,7 +812,7 @@ def _read_errors(path: Path) -> dict[int, dict[str, Any]]:
 def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> None:
     from tcl.pools import program_key
 
-    tenset = (db / TENSET_WORKLOAD_FILE).exists() and not (db / WORKLOAD_FILE).exists()
+    tenset = stored_file(db / TENSET_WORKLOAD_FILE) is not None and stored_file(db / WORKLOAD_FILE) is None
     wl_path = db / (TENSET_WORKLOAD_FILE if tenset else WORKLOAD_FILE)
     rec_path = db / (TENSET_RECORD_FILE if tenset else RECORD_FILE)
     source = "tenset" if tenset else "metaschedule"

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from tcl import discovery
-from tcl.database import RECORD_FILE, find_databases, iter_json_lines, read_manifest
+from tcl.database import RECORD_FILE, find_databases, iter_json_lines, read_manifest, stored_file
 from tcl.errors import TclError
 from tcl.interfaces import CostModel
 from tcl.metrics import evaluate
@@ -65,7 +65,7 @@ def record_targets(path: Path, profile: str | None = None) -> list[dict[str, Any
         if profile is not None and (read_manifest(db) or {}).get("profile") != profile:
             continue
         record_file = db / RECORD_FILE
-        if not record_file.exists():
+        if stored_file(record_file) is None:
             continue
         for _, line in iter_json_lines(record_file):
             target = line[1][2] if isinstance(line, list) and len(line) == 2 else None

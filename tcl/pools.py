@@ -60,6 +60,7 @@ does) before creating a ``TuneContext``. ``TCL_FULL_TENSOR_INTRIN=1`` turns this
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import math
@@ -556,8 +557,10 @@ def load_pool(path: str | os.PathLike) -> Pool:
 
 
 def _read_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    from tcl.database import open_stored
+
     try:
-        fh = open(path, encoding="utf-8")
+        fh = io.TextIOWrapper(open_stored(path), encoding="utf-8")
     except OSError as exc:
         raise TclError(f"cannot read {path}: {exc.strerror}") from None
     with fh:

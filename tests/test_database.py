@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import matmul_module
+from conftest import matmul_module, run_tcl
 
 from tcl.database import (
     ERRORS_FILE,
@@ -305,3 +305,25 @@ def test_loading_is_fast(tmp_path, task_and_pool, tvm_target):
     took = time.perf_counter() - start
     assert len(ps) == 5000
     assert took < 10, f"loading 5000 records took {took:.1f} s"
+
+
+def test_packed_copy_loads_the_same_and_unpacks_byte_identical(tmp_path, task_and_pool, tvm_target):
+    _, task, pool = task_and_pool
+    src = tmp_path / "db"
+    write(src, task, pool, tvm_target, fail={1}, profile="p")
+    proc = run_tcl("dataset", "pack", str(src), "--out", str(tmp_path / "packed"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "packed" / (RECORD_FILE + ".gz")).exists()
+    assert not (tmp_path / "packed" / RECORD_FILE).exists()
+    plain, packed = load_records(src), load_records(tmp_path / "packed")
+    assert [(p.trace, p.run_secs, p.error) for p in packed.programs[task.key]] == \
+           [(p.trace, p.run_secs, p.error) for p in plain.programs[task.key]]
+    assert packed.tasks[task.key].weight == 2.0
+    with pytest.raises(TclError, match="packed .* unpack it first"):
+        RecordWriter(tmp_path / "packed")
+    proc = run_tcl("dataset", "unpack", str(tmp_path / "packed"), "--out", str(tmp_path / "again"))
+    assert proc.returncode == 0, proc.stderr
+    for name in (RECORD_FILE, WORKLOAD_FILE, ERRORS_FILE):
+        assert (tmp_path / "again" / name).read_bytes() == (src / name).read_bytes()
+    proc = run_tcl("dataset", "pack", str(src), "--out", str(tmp_path / "again"))
+    assert proc.returncode == 2 and "not empty" in proc.stderr and "Traceback" not in proc.stderr

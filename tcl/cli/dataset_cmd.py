@@ -27,6 +27,14 @@ def add_parser(subparsers: Any) -> None:
     imp.add_argument("--profile", default=None, help="platform name to record in the manifest")
     imp.add_argument("--target", default=None, help="keep only records of this exact target string")
     imp.set_defaults(handler=run_import)
+    for name, packed, what in (("pack", True, "gzip-compress"), ("unpack", False, "expand")):
+        cmd = commands.add_parser(name, help=f"copy a record or pool directory, {what}ing its record files",
+                                  description=f"Copy DIR to a new directory and {what} its JSON-lines record, "
+                                              "workload and candidate files. tcl reads packed directories "
+                                              "as they are; TVM and `tcl collect` need unpacked ones.")
+        cmd.add_argument("dir", type=Path, help="record or pool directory (copied recursively)")
+        cmd.add_argument("--out", type=Path, required=True, help="new directory")
+        cmd.set_defaults(handler=run_pack, packed=packed)
     parser.set_defaults(handler=lambda _args: (parser.print_help(), 2)[1])
 
 
@@ -54,4 +62,13 @@ def run_import(args: argparse.Namespace) -> int:
     s = import_tenset(args.path, args.out, profile=args.profile, target=args.target)
     print(f"imported {s.records} records ({s.failed} failed) of {s.tasks} tasks from {s.files} file(s), "
           f"target {s.target!r}, into {s.out_dir}")
+    return 0
+
+
+def run_pack(args: argparse.Namespace) -> int:
+    from tcl.database import pack_dir
+
+    written = pack_dir(args.dir, args.out, packed=args.packed)
+    size = sum(p.stat().st_size for p in written)
+    print(f"wrote {len(written)} files ({size / 1e6:.1f} MB) to {args.out}")
     return 0
