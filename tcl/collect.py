@@ -8,6 +8,7 @@ the pool by program key) count as measured and are never measured again.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import signal
 import threading
@@ -138,16 +139,26 @@ def collect(
     include_simple_tasks: bool = False,
     max_tasks: int | None = None,
     reporter: Any = None,
+    rounds: int = 1,
+    model_name: str = "mamba",
+    model_options: dict[str, Any] | None = None,
 ) -> CollectStats:
     """Measure, per task, ``budget`` of its pool chosen by ``sampler_name`` on ``profile``.
 
-    All names are checked before any work starts. ``reporter`` gets progress callbacks
-    (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None`` reports nothing.
+    With ``rounds`` > 1 the budget is spent in active-learning rounds: before each round
+    after the first, a fresh ``model_name`` model is trained on everything measured so far
+    and handed to the sampler. All names are checked before any work starts. ``reporter``
+    gets progress callbacks (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None``
+    reports nothing.
     """
-    from tcl.database import RecordWriter
+    from tcl.database import RecordWriter, load_records
+    from tcl.sampling import round_quotas, train_round_model
 
     registry = discovery.registry()
     sampler = registry.create("samplers", sampler_name)
+    round_quotas(0, rounds)  # validate before any work
+    if rounds > 1:
+        registry.get("cost_models", model_name)
     registry.get("hardware_backends", profile.backend)
     for name in network_names:
         if not Path(name).is_dir():
@@ -180,20 +191,31 @@ def collect(
                 traces = pool.traces[task.key]
                 index = pool.index(task.key)
                 measured = sorted(index[k] for k in done_keys.get(task.key, ()) if k in index)
-                todo = max(0, budget_count(budget, len(traces)) - len(measured))
+                targets = list(itertools.accumulate(round_quotas(budget_count(budget, len(traces)), rounds)))
                 stats.skipped_done += len(measured)
-                plan.append((task, traces, measured, todo))
-            reporter.start(total=sum(p[3] for p in plan), tasks=len(plan))
-            for position, (task, traces, measured, todo) in enumerate(plan, 1):
-                if todo == 0:
+                plan.append((task, traces, measured, targets))
+            reporter.start(total=sum(max(0, p[3][-1] - len(p[2])) for p in plan), tasks=len(plan))
+            model = None
+            for r in range(rounds):
+                todo = [max(0, targets[r] - len(measured)) for _, _, measured, targets in plan]
+                if not any(todo):  # a finished round (on resume) needs no model either
                     continue
-                reporter.task(position, len(plan), task.name)
-                programs = [Program(task_key=task.key, trace=t) for t in traces]
-                chosen = sampler.select(task, programs, todo, measured=measured, seed=seed)
-                registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key, indices=list(chosen),
-                                                      pool_size=len(traces))
-                _measure_task(task, [traces[i] for i in chosen], backend, writer, profile, batch_size, stats,
-                              reporter, registry, interrupted)
+                if r:
+                    reporter.status(f"round {r + 1}/{rounds}: training {model_name} on the records so far")
+                    done = load_records(out_dir, profile=profile.name).measured()
+                    done = done.subset([t.key for t, *_ in plan if t.key in done.tasks])
+                    model = train_round_model(done, model_name, model_options, seed) or model
+                for position, ((task, traces, measured, _), n) in enumerate(zip(plan, todo), 1):
+                    if n == 0:
+                        continue
+                    reporter.task(position, len(plan), task.name)
+                    programs = [Program(task_key=task.key, trace=t) for t in traces]
+                    chosen = sampler.select(task, programs, n, measured=measured, model=model, seed=seed + r)
+                    registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key,
+                                                          indices=list(chosen), pool_size=len(traces))
+                    _measure_task(task, [traces[i] for i in chosen], backend, writer, profile, batch_size, stats,
+                                  reporter, registry, interrupted)
+                    measured.extend(chosen)
     finally:
         backend.close()
         stats.seconds = time.perf_counter() - start

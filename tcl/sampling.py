@@ -1,11 +1,15 @@
 """Offline sampling: choose a subset of already-measured programs with a sampler, to study
 samplers without measuring again. The subset is written as a TVM JSONDatabase like any other
-records, so `tcl train` trains on it unchanged."""
+records, so `tcl train` trains on it unchanged.
+
+Active learning offline (:func:`active_learning_offline`) replays select -> measure -> train
+-> select on measured records: "measuring" a chosen program is looking up its recorded
+latency, so sampler studies cost training time only."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -14,6 +18,64 @@ from tcl.collect import budget_count
 from tcl.errors import TclError
 from tcl.interfaces import CostModel, MeasureResult
 from tcl.programs import ProgramSet
+
+
+def round_quotas(take: int, rounds: int) -> list[int]:
+    """Programs to pick in each round so that the rounds together pick exactly ``take``
+    (near-equal shares; earlier rounds never get fewer than later ones)."""
+    if rounds < 1:
+        raise TclError(f"rounds must be at least 1, got {rounds}")
+    base, extra = divmod(take, rounds)
+    return [base + (r < extra) for r in range(rounds)]
+
+
+def train_round_model(records: ProgramSet, model_name: str, options: dict[str, Any] | None,
+                      seed: int) -> CostModel | None:
+    """A fresh ``model_name`` model fitted on ``records`` (no validation split: the rounds'
+    samples are small); None when no task has two programs to rank."""
+    if not any(sum(p.ok for p in progs) >= 2 for _, progs in records):
+        return None
+    model = discovery.registry().create("cost_models", model_name, **(options or {}))
+    model.fit(records, None, seed=seed)
+    return model
+
+
+def active_learning_offline(records: ProgramSet, sampler: Any, budget: float, *, rounds: int = 1,
+                            model_name: str | None = None, model_options: dict[str, Any] | None = None,
+                            model: CostModel | None = None, seed: int = 0,
+                            progress: Callable[[str], None] = lambda _: None) -> dict[str, list[int]]:
+    """Per task, ``budget`` (fraction or count) of its programs chosen in ``rounds`` rounds.
+
+    Round r+1 gets the programs chosen so far as ``measured=`` and, when ``model_name`` is
+    given, a fresh ``model_name`` model trained (``seed``) on their recorded latencies;
+    ``model`` is what round 1 gets. ``sampler`` is a sampler object or a registered name.
+    Returns sorted pool indices per task key.
+    """
+    registry = discovery.registry()
+    sampler_name = sampler if isinstance(sampler, str) else getattr(sampler, "name", type(sampler).__name__)
+    if isinstance(sampler, str):
+        sampler = registry.create("samplers", sampler)
+    if model_name is not None:
+        registry.get("cost_models", model_name)
+    if not records.tasks:
+        raise TclError("no records to sample from")
+    quotas = {key: round_quotas(budget_count(budget, len(progs)), rounds) for key, progs in records.programs.items()}
+    chosen: dict[str, list[int]] = {key: [] for key in records.tasks}
+    for r in range(rounds):
+        if r and model_name is not None:
+            picked = records.subset(indices=chosen)
+            progress(f"round {r + 1}/{rounds}: training {model_name} on {len(picked)} programs")
+            model = train_round_model(picked, model_name, model_options, seed) or model
+        for task, programs in records:
+            take = quotas[task.key][r]
+            if take == 0:
+                continue
+            new = sampler.select(task, programs, take, measured=chosen[task.key], model=model, seed=seed + r)
+            registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key, indices=list(new),
+                                                  pool_size=len(programs))
+            chosen[task.key] = sorted(chosen[task.key] + list(new))
+        progress(f"round {r + 1}/{rounds}: {sum(map(len, chosen.values()))} programs chosen")
+    return chosen
 
 
 @attrs.frozen
@@ -25,22 +87,18 @@ class SampleSummary:
 
 def sample_offline(records: ProgramSet, sampler_name: str, budget: float, out_dir: Path, *,
                    model: CostModel | None = None, seed: int = 0, target: Any = None,
-                   sampler_options: dict[str, Any] | None = None) -> SampleSummary:
-    """Per task, ``budget`` of its programs (fraction or count) chosen by the sampler."""
-    from tcl.database import RecordWriter, read_manifest
+                   sampler_options: dict[str, Any] | None = None, rounds: int = 1,
+                   model_name: str | None = None, model_options: dict[str, Any] | None = None,
+                   progress: Callable[[str], None] = lambda _: None) -> SampleSummary:
+    """Per task, ``budget`` of its programs (fraction or count) chosen by the sampler, in
+    ``rounds`` active-learning rounds (see :func:`active_learning_offline`)."""
+    from tcl.database import RecordWriter
 
-    registry = discovery.registry()
-    sampler = registry.create("samplers", sampler_name, **(sampler_options or {}))
-    if not records.tasks:
-        raise TclError("no records to sample from")
+    sampler = discovery.registry().create("samplers", sampler_name, **(sampler_options or {}))
     if out_dir.exists() and any(out_dir.iterdir()):
         raise TclError(f"{out_dir} is not empty; choose a new directory for the subset")
-    chosen: dict[str, list[int]] = {}
-    for task, programs in records:
-        take = budget_count(budget, len(programs))
-        chosen[task.key] = sorted(sampler.select(task, programs, take, model=model, seed=seed))
-        registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key, indices=chosen[task.key],
-                                              pool_size=len(programs))
+    chosen = active_learning_offline(records, sampler, budget, rounds=rounds, model_name=model_name,
+                                     model_options=model_options, model=model, seed=seed, progress=progress)
     with RecordWriter(out_dir, profile=records.profile) as writer:
         from tcl.database import update_manifest
 

@@ -31,10 +31,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--max-tasks", type=int, default=None, help="only the first N tasks (round-robin over networks, most work first)")
     parser.add_argument("--include-simple-tasks", action="store_true",
                         help="also tasks without a reduction (reshapes, elementwise)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="spend the budget in R active-learning rounds, retraining --model between them")
+    parser.add_argument("--model", default="mamba", help="cost model trained between rounds (default mamba)")
+    parser.add_argument("--epochs", type=int, default=None, help="its training epochs (model default)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from tcl.cli.sample_cmd import round_model_options
     from tcl.collect import collect
     from tcl.profiles import get_profile
 
@@ -42,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     stats = collect(profile=profile, network_names=[n.strip() for n in args.network.split(",") if n.strip()],
                     pool_size=args.pool_size, out_dir=args.out, sampler_name=args.sampler, budget=args.budget,
                     pool_dir=args.pool, seed=args.seed, batch_size=args.batch_size, max_tasks=args.max_tasks,
-                    include_simple_tasks=args.include_simple_tasks, reporter=RichReporter())
+                    include_simple_tasks=args.include_simple_tasks, reporter=RichReporter(), rounds=args.rounds,
+                    model_name=args.model, model_options=round_model_options(args.model, args.epochs))
     rate = stats.measured / stats.seconds if stats.seconds > 0 else 0.0
     print(f"measured {stats.measured} programs ({stats.failed} failed) in {stats.seconds:.1f} s "
           f"({rate:.2f} prog/s); {stats.skipped_done} were already measured; records in {args.out}")

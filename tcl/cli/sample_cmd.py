@@ -3,36 +3,75 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from tcl.errors import TclError
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "sample", help="choose a subset of measured records with a sampler (offline)",
         description="Per task, choose --budget of the measured programs under DATA with a sampler and write them "
-                    "to SUBSET_DIR as a TVM JSONDatabase, to study samplers without measuring again. "
+                    "to SUBSET_DIR as a TVM JSONDatabase, to study samplers without measuring again. With "
+                    "--rounds R the budget is spent in R active-learning rounds: after each round a --model is "
+                    "trained on the recorded latencies of what was chosen and guides the next round. "
                     "(Online sampling while measuring: tcl collect --sampler S --budget F.)")
     parser.add_argument("--sampler", required=True, help="sampler name: rdu, rdu-r, rdu-d, rdu-u, random, all, ...")
     parser.add_argument("--budget", type=float, default=0.1, help="per task: fraction (0-1) or whole count (default 0.1)")
     parser.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
     parser.add_argument("--profile", default=None, help="only records of this profile")
-    parser.add_argument("--model", type=Path, default=None, help="checkpoint giving embeddings and uncertainty")
+    parser.add_argument("--model", default=None,
+                        help="a checkpoint directory (gives embeddings and uncertainty from round 1; its model kind "
+                             "is retrained between rounds) or a cost model name trained between rounds")
+    parser.add_argument("--rounds", type=int, default=1, help="active-learning rounds (default 1)")
+    parser.add_argument("--epochs", type=int, default=None, help="training epochs between rounds (model default)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for training between rounds")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True, help="new directory for the subset")
     parser.set_defaults(handler=run)
 
 
+def round_model_options(name: str, epochs: int | None, threads: int = 1) -> dict[str, Any]:
+    """Options of the model trained between rounds: quiet, ``epochs``, torch ``threads``."""
+    options: dict[str, Any] = {"verbose": False}
+    if epochs is not None:
+        options["epochs"] = epochs
+    if name != "xgb":
+        options["threads"] = threads
+    return options
+
+
+def round_model(spec: str | None, epochs: int | None, threads: int) -> tuple[Any, str | None, dict[str, Any]]:
+    """(round-1 model, model name trained between rounds, its options) from ``--model``."""
+    from tcl import discovery
+    from tcl.evaluation import checkpoint_config, load_checkpoint
+
+    if spec is None:
+        return None, None, {}
+    if Path(spec).is_dir():
+        model, name = load_checkpoint(Path(spec)), checkpoint_config(Path(spec))["model"]
+    else:
+        model, name = None, spec
+        discovery.registry().get("cost_models", name)
+    return model, name, round_model_options(name, epochs, threads)
+
+
 def run(args: argparse.Namespace) -> int:
     from tcl.database import load_records
-    from tcl.evaluation import load_checkpoint, record_targets
+    from tcl.evaluation import record_targets
     from tcl.sampling import sample_offline
 
+    if args.rounds < 1:
+        raise TclError(f"--rounds must be at least 1, got {args.rounds}")
+    model, name, options = round_model(args.model, args.epochs, args.threads)
     records = load_records(args.data, profile=args.profile).measured()
     targets = record_targets(args.data, args.profile)
-    model = load_checkpoint(args.model) if args.model is not None else None
     summary = sample_offline(records, args.sampler, args.budget, args.out, model=model, seed=args.seed,
-                             target=targets[0] if targets else None)
-    print(f"{args.sampler} chose {summary.selected} of {summary.pool} programs in {summary.tasks} tasks; "
-          f"subset in {args.out}")
+                             target=targets[0] if targets else None, rounds=args.rounds,
+                             model_name=name if args.rounds > 1 else None, model_options=options,
+                             progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"{args.sampler} chose {summary.selected} of {summary.pool} programs in {summary.tasks} tasks"
+          f"{f' in {args.rounds} rounds' if args.rounds > 1 else ''}; subset in {args.out}")
     return 0

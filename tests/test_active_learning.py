@@ -1,0 +1,82 @@
+"""Active-learning rounds (select -> measure or look up -> train -> select): offline on the
+bundled records with a real tiny TLP model, online with real measurements of a small matmul."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import matmul_module, run_tcl
+from tcl.database import RecordWriter, load_records
+from tcl.errors import TclError
+from tcl.pools import make_task
+from tcl.sampling import active_learning_offline, round_quotas, sample_offline
+
+BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
+TINY = {"epochs": 1, "batch_size": 64, "mc_passes": 2, "threads": 1, "verbose": False}
+
+
+@pytest.fixture(scope="module")
+def records():
+    """Three bundled tasks, 40 measured programs each."""
+    full = load_records(BUNDLED, profile="x86-avx2").measured()
+    keys = list(full.tasks)[:3]
+    return full.subset(keys, indices={k: range(40) for k in keys})
+
+
+def test_round_quotas_sum_to_the_budget():
+    assert round_quotas(20, 3) == [7, 7, 6]
+    assert round_quotas(2, 4) == [1, 1, 0, 0]
+    assert round_quotas(0, 2) == [0, 0]
+    with pytest.raises(TclError, match="rounds must be at least 1"):
+        round_quotas(5, 0)
+
+
+def test_rounds_spend_exactly_the_budget_and_repeat_per_seed(records):
+    picks = active_learning_offline(records, "rdu", 0.25, rounds=3, model_name="tlp", model_options=TINY, seed=1)
+    assert {k: len(v) for k, v in picks.items()} == {k: 10 for k in records.tasks}
+    assert all(len(set(v)) == 10 and v == sorted(v) for v in picks.values())
+    again = active_learning_offline(records, "rdu", 0.25, rounds=3, model_name="tlp", model_options=TINY, seed=1)
+    assert again == picks
+    # the model trained after round 1 changes what later rounds pick
+    one_shot = active_learning_offline(records, "rdu", 0.25, rounds=1, seed=1)
+    assert one_shot != picks and all(len(v) == 10 for v in one_shot.values())
+
+
+@pytest.mark.parametrize("budget, expected", [(0, 0), (1.0, 40), (500, 40), (3, 3)])
+def test_budget_edges(records, budget, expected):
+    picks = active_learning_offline(records, "rdu", budget, rounds=4, model_name="tlp", model_options=TINY)
+    assert all(len(v) == expected for v in picks.values())
+
+
+def test_sample_cli_rounds_write_the_subset(records, tmp_path):
+    data = tmp_path / "data"
+    sample_offline(records, "all", 1.0, data, target={"kind": "llvm", "mcpu": "core-avx2"})
+    out = tmp_path / "subset"
+    proc = run_tcl("sample", "--sampler", "rdu", "--budget", "0.1", "--data", str(data), "--rounds", "2",
+                   "--model", "tlp", "--epochs", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "chose 12 of 120 programs in 3 tasks in 2 rounds" in proc.stdout
+    assert "round 2/2: training tlp" in proc.stderr
+    assert {k: len(v) for k, v in load_records(out).programs.items()} == {k: 4 for k in records.tasks}
+    bad = run_tcl("sample", "--sampler", "rdu", "--data", str(data), "--rounds", "2", "--model", "gpt",
+                  "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb" in bad.stderr
+    zero = run_tcl("sample", "--sampler", "rdu", "--data", str(data), "--rounds", "0", "--out", str(tmp_path / "y"))
+    assert zero.returncode == 2 and zero.stderr.strip() == "tcl: error: --rounds must be at least 1, got 0"
+
+
+def test_collect_in_rounds_measures_the_budget_and_resumes(tmp_path):
+    workloads = tmp_path / "workloads"
+    with RecordWriter(workloads, manifest=False) as writer:
+        writer.add_workload(make_task(matmul_module(), name="matmul64"))
+    out = tmp_path / "records"
+    args = ["collect", "--profile", "x86-avx2", "--network", str(workloads), "--pool-size", "8", "--out", str(out),
+            "--sampler", "rdu", "--rounds", "2", "--model", "tlp", "--epochs", "1"]
+    proc = run_tcl(*args, "--budget", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "measured 4 programs" in proc.stdout and "round 2/2: training tlp" in proc.stderr
+    assert len(load_records(out)) == 4
+    again = run_tcl(*args, "--budget", "0.5")
+    assert again.returncode == 0 and "measured 0 programs" in again.stdout and "training" not in again.stderr
