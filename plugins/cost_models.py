@@ -18,13 +18,14 @@ of them.
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -45,6 +46,7 @@ CHECKPOINT_FORMAT = "tcl-cost-model"
 CHECKPOINT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "weights.pt"
+HEADS_FILE = "heads.pt"
 XGB_FILE = "xgb_model.json"
 
 
@@ -168,8 +170,12 @@ class MLPNet(nn.Module):
             pooled = block(pooled)
         return pooled
 
+    def score_with(self, inputs: tuple[torch.Tensor, torch.Tensor, int], decoder: Any) -> torch.Tensor:
+        """Scores with another output layer (``decoder(hidden) -> (..., 1)``), for multi-head training."""
+        return decoder(self.embed(inputs)).squeeze(-1)
+
     def forward(self, inputs: tuple[torch.Tensor, torch.Tensor, int]) -> torch.Tensor:
-        return self.decoder(self.embed(inputs)).squeeze(-1)
+        return self.score_with(inputs, self.decoder)
 
 
 def _step_encoder(in_dim: int) -> nn.Sequential:
@@ -193,10 +199,14 @@ class _SequenceNet(nn.Module):
     def hidden(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # (n, L, 256)
         raise NotImplementedError
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def score_with(self, x: torch.Tensor, decoder: Any) -> torch.Tensor:
+        """Scores with another output layer (``decoder(hidden) -> (..., 1)``), for multi-head training."""
         mask = _step_mask(x)
         h = self.hidden(x, mask)
-        return (self.decoder(h).squeeze(-1) * mask).sum(1)
+        return (decoder(h).squeeze(-1) * mask).sum(1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.score_with(x, self.decoder)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         mask = _step_mask(x)
@@ -380,6 +390,8 @@ class TorchCostModel(CostModel):
         self.module: nn.Module | None = None
         self.device = resolve_device(device)
         self.info: dict[str, Any] = {}  # profile, dataset fingerprint, metrics, counts
+        # Output layers of other platforms (multi-task transfer): profile -> decoder state dict.
+        self.heads: dict[str, dict[str, torch.Tensor]] = {}
 
     # -- what subclasses define
     def _build(self, in_dim: int) -> nn.Module:
@@ -402,22 +414,54 @@ class TorchCostModel(CostModel):
     def _featurize_set(self, records: ProgramSet) -> dict[str, Any]:
         return {k: self._prepare(v) for k, v in _features_of(self.featurizer, records, self.cache_dir).items()}
 
-    def fit(self, train: ProgramSet, valid: ProgramSet | None = None, *, seed: int = 0) -> Mapping[str, float]:
+    def fit(self, train: ProgramSet, valid: ProgramSet | None = None, *, seed: int = 0, warm_start: bool = False,
+            extra_loss: Callable[[Sequence[Group]], Any] | None = None) -> Mapping[str, float]:
+        """Train on ``train``. ``warm_start`` continues from the current weights (transfer
+        learning) instead of a fresh network; ``extra_loss(groups)`` returns the per-batch term
+        :func:`train_ranking` adds to the ranking loss (e.g. distillation)."""
         groups, counts = make_groups(train, self._featurize_set, what="training")
         valid_groups: list[Group] = []
         if valid is not None and len(valid):
             valid_groups, _ = make_groups(valid, self._featurize_set, what="validation")
         seed_everything(seed)
-        self.in_dim = self._in_dim_of(groups[0].features)
-        self.module = self._build(self.in_dim)
-        with torch.no_grad():
-            self._init_from_data(self.module, groups)
+        if not (warm_start and self.module is not None):
+            self.in_dim = self._in_dim_of(groups[0].features)
+            self.module = self._build(self.in_dim)
+            with torch.no_grad():
+                self._init_from_data(self.module, groups)
         self.device = resolve_device(self.train_config.device)
         result = train_ranking(self.module, self._collate, groups, valid_groups, config=self.train_config,
-                               name=self.name, seed=seed, counts=counts)
+                               name=self.name, seed=seed, counts=counts,
+                               extra_loss=extra_loss(groups) if extra_loss is not None else None)
         self.info = {"profile": train.profile, "dataset_fingerprint": dataset_fingerprint(train),
                      "metrics": dict(result.metrics), "counts": dict(result.counts), "seed": seed}
         return dict(result.metrics)
+
+    def clone(self) -> "TorchCostModel":
+        """An independent copy (weights, heads and options), e.g. a student starting from its teacher."""
+        self._require()
+        twin = copy.copy(self)
+        twin.module = copy.deepcopy(self.module)
+        twin.train_config = copy.deepcopy(self.train_config)
+        twin.info = copy.deepcopy(self.info)
+        twin.heads = copy.deepcopy(self.heads)
+        return twin
+
+    def parameter_count(self) -> int:
+        """Parameters of the network plus those of other platforms' heads."""
+        own = sum(p.numel() for p in self._require().parameters())
+        return own + sum(t.numel() for head in self.heads.values() for t in head.values())
+
+    def for_platform(self, profile: str | None) -> "TorchCostModel":
+        """This model scoring with ``profile``'s head when it has one (multi-task models), else itself."""
+        if profile not in self.heads:
+            return self
+        view = self.clone()
+        mine = {k: v.detach().cpu().clone() for k, v in view.module.decoder.state_dict().items()}
+        view.module.decoder.load_state_dict(view.heads.pop(profile))
+        view.heads[str(self.info.get("profile"))] = mine
+        view.info["profile"] = profile
+        return view
 
     def _require(self) -> nn.Module:
         if self.module is None:
@@ -485,12 +529,19 @@ class TorchCostModel(CostModel):
                 "profile": self.info.get("profile"), "dataset_fingerprint": self.info.get("dataset_fingerprint"),
                 "metrics": self.info.get("metrics", {}), "counts": self.info.get("counts", {}),
                 "seed": self.info.get("seed"), "tcl_version": tcl.__version__, "torch_version": torch.__version__,
-                "date": _now()}
+                "date": _now(), "transfer": self.info.get("transfer"), "heads": sorted(self.heads)}
 
     def save(self, path: Path) -> None:
         module = self._require()
         state = {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
-        _write_checkpoint(Path(path), self._config(), lambda d: torch.save(state, d / WEIGHTS_FILE))
+        heads = self.heads
+
+        def payload(d: Path) -> None:
+            torch.save(state, d / WEIGHTS_FILE)
+            if heads:
+                torch.save(heads, d / HEADS_FILE)
+
+        _write_checkpoint(Path(path), self._config(), payload)
 
     @classmethod
     def load(cls, path: Path, *, featurizer: str | Featurizer | None = None, device: str = "auto",
@@ -510,13 +561,17 @@ class TorchCostModel(CostModel):
         try:
             state = torch.load(weights, map_location="cpu", weights_only=True)
             model.module.load_state_dict(state)
+            if cfg.get("heads"):
+                weights = Path(path) / HEADS_FILE
+                model.heads = torch.load(weights, map_location="cpu", weights_only=True)
         except FileNotFoundError:
             raise TclError(f"{weights}: missing; the checkpoint is incomplete") from None
         except (RuntimeError, ValueError, OSError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise TclError(f"{weights}: does not fit cost model {cls.name}: {first}") from None
         model.module.to(model.device).eval()
-        model.info = {k: cfg.get(k) for k in ("profile", "dataset_fingerprint", "metrics", "counts", "seed")}
+        model.info = {k: cfg.get(k) for k in ("profile", "dataset_fingerprint", "metrics", "counts", "seed",
+                                              "transfer")}
         return model
 
 

@@ -49,12 +49,16 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "TrainConfig", "Group", "TrainResult", "StopTraining", "lambdarank_loss", "clean_records",
-    "make_groups", "make_batches", "train_ranking", "predict_groups", "split_by_task", "split_programs",
+    "make_groups", "make_batches", "train_ranking", "ExtraLoss", "predict_groups", "split_by_task", "split_programs",
     "split_by_network",
     "dataset_fingerprint", "resolve_device", "seed_everything", "torch_threads", "describe_counts",
 ]
 
 Collate = Callable[[Sequence[tuple[Any, np.ndarray]], torch.device], Any]
+# ``extra_loss(module, scores, batch)``: a term added to a batch's ranking loss (e.g. knowledge
+# distillation); ``batch`` is the batch's ``(train group index, program indices)`` list, the index
+# counting only groups of two or more programs (all of them for groups from make_groups).
+ExtraLoss = Callable[[torch.nn.Module, torch.Tensor, Sequence[tuple[int, np.ndarray]]], torch.Tensor]
 
 
 class StopTraining(Exception):
@@ -406,8 +410,9 @@ def _call_epoch_hook(name: str, epoch: int, metrics: Mapping[str, float], warned
 def train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Group],
                   valid: Sequence[Group] | None = None, *, config: TrainConfig | None = None,
                   name: str = "model", seed: int = 0, counts: Mapping[str, int] | None = None,
-                  ) -> TrainResult:
-    """Train ``module`` with LambdaRank on ``train`` groups; keep the best epoch.
+                  extra_loss: ExtraLoss | None = None) -> TrainResult:
+    """Train ``module`` with LambdaRank (plus ``extra_loss``, if given) on ``train`` groups;
+    keep the best epoch.
 
     With ``valid`` groups the best epoch is the one with the highest validation Top-1 and
     training stops after ``patience`` epochs without improvement; without them the best is
@@ -415,11 +420,12 @@ def train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Gro
     """
     config = config or TrainConfig()
     with torch_threads(config.threads):
-        return _train_ranking(module, collate, train, valid, config, name, seed, counts)
+        return _train_ranking(module, collate, train, valid, config, name, seed, counts, extra_loss)
 
 
 def _train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Group], valid: Sequence[Group] | None,
-                   config: TrainConfig, name: str, seed: int, counts: Mapping[str, int] | None) -> TrainResult:
+                   config: TrainConfig, name: str, seed: int, counts: Mapping[str, int] | None,
+                   extra_loss: ExtraLoss | None = None) -> TrainResult:
     train = [g for g in train if len(g) >= 2]
     if not train:
         raise TclError("no training data: no task with two or more successful programs")
@@ -455,6 +461,8 @@ def _train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Gr
             gid = torch.cat([torch.full((idx.size,), j, dtype=torch.int64) for j, (_gi, idx) in enumerate(batch)])
             scores = module(inputs)
             loss = lambdarank_loss(scores, y, gid.to(device), sigma=config.sigma)
+            if extra_loss is not None:
+                loss = loss + extra_loss(module, scores, batch)
             optim.zero_grad(set_to_none=True)
             if loss.requires_grad:
                 loss.backward()

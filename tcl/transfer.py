@@ -1,0 +1,248 @@
+"""Moving a cost model across platforms: one transfer step, a sequence of them, and adapting
+to this machine (DESIGN.md sections 1 and 6).
+
+Offline (records measured on every platform, e.g. data/bundled): per task, a sampler picks
+``budget`` of the target platform's programs as "measured"; the rest is the unlabelled pool.
+Tasks of held-out networks are never sampled and serve to score the model: Top-1/Top-5 on
+the new platform and, for forgetting, on every earlier one. ``tcl adapt`` measures instead:
+the sampler's picks of a candidate pool are timed on this machine with
+:func:`tcl.collect.collect` (resumable), then distilled into the teacher.
+
+The core knows strategies only through the registry; a strategy may define
+``check(teacher)`` to refuse a teacher before any work starts. Models are asked
+``parameter_count()`` and ``for_platform(profile)`` (per-platform heads of multi-task models)
+when they have them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import attrs
+
+from tcl import discovery
+from tcl.collect import budget_count
+from tcl.errors import TclError
+from tcl.interfaces import CostModel
+from tcl.programs import ProgramSet
+
+ADAPT_TASKS, ADAPT_POOL, ADAPT_RECORDS = "tasks", "pool", "records"
+
+
+def load_platform(data_dir: Path, profile: str, held_out: Sequence[str] = ()) -> tuple[ProgramSet, ProgramSet]:
+    """``(train, held)``: a profile's successfully measured records, held-out networks' tasks apart."""
+    from tcl.database import load_records
+    from tcl.training import clean_records, split_by_network
+
+    records, _ = clean_records(load_records(data_dir, profile=profile))
+    if not records.tasks:
+        raise TclError(f"{data_dir}: no successful records of profile {profile}")
+    if not held_out:
+        return records, ProgramSet(profile=profile)
+    return split_by_network(records, held_out)
+
+
+def select_sample(records: ProgramSet, sampler: str, budget: float, *, model: CostModel | None = None,
+                  seed: int = 0) -> tuple[ProgramSet, ProgramSet]:
+    """``(sample, rest)``: per task, ``budget`` (fraction or count) of its programs chosen by
+    ``sampler`` as the labelled sample; the others, their timings dropped, as the pool."""
+    registry = discovery.registry()
+    chooser = registry.create("samplers", sampler)
+    picked: dict[str, list[int]] = {}
+    rest = ProgramSet(profile=records.profile)
+    for task, programs in records:
+        chosen = sorted(chooser.select(task, programs, budget_count(budget, len(programs)), model=model, seed=seed))
+        registry.hook.tcl_on_samples_selected(sampler=sampler, task=task.key, indices=chosen, pool_size=len(programs))
+        picked[task.key] = chosen
+        taken = set(chosen)
+        rest.add(task, [attrs.evolve(p, run_secs=None) for i, p in enumerate(programs) if i not in taken])
+    return records.subset(indices=picked), rest
+
+
+def parameter_count(model: CostModel) -> int | None:
+    count = getattr(model, "parameter_count", None)
+    return int(count()) if count is not None else None
+
+
+def platform_view(model: CostModel, profile: str) -> CostModel:
+    """The model as it scores ``profile`` (its head for it, for multi-head models)."""
+    view = getattr(model, "for_platform", None)
+    return view(profile) if view is not None else model
+
+
+def teacher_platforms(model: CostModel) -> list[str]:
+    """Platforms a model was trained for: its own and those of its extra heads."""
+    info = getattr(model, "info", {}) or {}
+    own = [info["profile"]] if info.get("profile") else []
+    return list(dict.fromkeys([*getattr(model, "heads", {}), *own]))
+
+
+def _strategy(name: str, has_teacher: bool, options: Mapping[str, Any] | None,
+              teacher: CostModel | None = None) -> tuple[Any, Any]:
+    """``(registration, strategy object)``; refuses a missing or unfit teacher and bad options."""
+    registry = discovery.registry()
+    record = registry.get("transfer_strategies", name)
+    if record.needs_teacher and not has_teacher:
+        raise TclError(f"transfer strategy {name} needs a teacher checkpoint (--teacher)")
+    chosen = registry.create("transfer_strategies", name, **dict(options or {}))
+    if teacher is not None and hasattr(chosen, "check"):
+        chosen.check(teacher)
+    return record, chosen
+
+
+def transfer_step(strategy: str, teacher: CostModel | None, sample: ProgramSet, *, unlabelled: ProgramSet | None = None,
+                  history: Mapping[str, ProgramSet] | None = None, options: Mapping[str, Any] | None = None,
+                  seed: int = 0) -> tuple[CostModel, float, int]:
+    """Run a strategy once; ``(model, training seconds, labelled programs trained on)``
+    (``history`` is passed, and counted, only to strategies that need all platforms)."""
+    record, chosen = _strategy(strategy, teacher is not None, options)
+    if record.needs_all_platforms and not history:
+        raise TclError(f"transfer strategy {strategy} needs the same programs measured on the earlier platforms; "
+                       f"none of the teacher's platforms ({', '.join(teacher_platforms(teacher)) or 'unknown'}) "
+                       f"has records in the data")
+    start = time.perf_counter()
+    used = dict(history or {}) if record.needs_all_platforms else {}
+    model = chosen.transfer(teacher, sample, unlabelled=unlabelled, history=used or None, seed=seed)
+    return model, time.perf_counter() - start, len(sample) + sum(len(r) for r in used.values())
+
+
+def _score(model: CostModel, held: ProgramSet) -> dict[str, Any] | None:
+    from tcl.evaluation import score_records
+
+    return score_records(model, held) if held.tasks else None
+
+
+def _notify(strategy: str, profile: str, row: Mapping[str, Any]) -> None:
+    flat = {k: float(v) for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for key in ("top1", "top5"):
+        if row.get("target"):
+            flat[f"target_{key}"] = float(row["target"][key])
+    discovery.registry().hook.tcl_on_transfer_step(strategy=strategy, profile=profile, metrics=flat)
+
+
+def transfer_once(*, strategy: str, teacher: Path | None, profile: str, data_dir: Path, out: Path,
+                  budget: float = 0.1, sampler: str = "rdu", held_out: Sequence[str] = (), seed: int = 0,
+                  options: Mapping[str, Any] | None = None, threads: int | None = 1,
+                  sampler_uses_model: bool = False) -> dict[str, Any]:
+    """Teacher checkpoint + a ``budget`` sample of ``profile``'s records -> checkpoint ``out``.
+    Returns the step's row: scores on held-out tasks (new platform and the teacher's), sizes, time.
+    ``sampler_uses_model`` hands the teacher to the sampler (RDU's embedding and uncertainty;
+    20 MC-dropout passes over every program, minutes on a small CPU)."""
+    from tcl.evaluation import load_checkpoint
+
+    _strategy(strategy, teacher is not None, options)  # fail before any work
+    teacher_model = load_checkpoint(teacher, threads=threads) if teacher is not None else None
+    _strategy(strategy, teacher is not None, options, teacher_model)
+    train, held = load_platform(data_dir, profile, held_out)
+    sample, rest = select_sample(train, sampler, budget, model=teacher_model if sampler_uses_model else None,
+                                 seed=seed)
+    earlier = {}
+    for platform in teacher_platforms(teacher_model) if teacher_model is not None else ():
+        if platform != profile:
+            try:
+                earlier[platform] = load_platform(data_dir, platform, held_out)
+            except TclError:  # the teacher's platform need not be in DATA (only mtl needs it)
+                continue
+    history = {p: tr for p, (tr, _held) in earlier.items()}
+    model, seconds, trained = transfer_step(strategy, teacher_model, sample, unlabelled=rest, history=history,
+                                            options=options, seed=seed)
+    model.save(out)
+    row = _row(strategy, profile, model, seconds, len(sample), trained, held, {p: h for p, (_tr, h) in earlier.items()})
+    _notify(strategy, profile, row)
+    return {**row, "checkpoint": str(out), "teacher": str(teacher) if teacher else None, "sampler": sampler,
+            "budget": budget, "held_out": list(held_out)}
+
+
+def _row(strategy: str, profile: str, model: CostModel, seconds: float, measured: int, trained: int,
+         held: ProgramSet, earlier_held: Mapping[str, ProgramSet]) -> dict[str, Any]:
+    return {"profile": profile, "strategy": strategy, "target": _score(model, held),
+            "earlier": {p: _score(platform_view(model, p), h) for p, h in earlier_held.items()},
+            "parameters": parameter_count(model), "train_s": round(seconds, 3),
+            "programs_measured": measured, "programs_trained": trained}
+
+
+def run_sequence(*, profiles: Sequence[str], strategy: str, data_dir: Path, budget: float = 0.1, sampler: str = "rdu",
+                 held_out_networks: Sequence[str] = (), seed: int = 0, teacher: Path | None = None,
+                 model: str = "mamba", base_epochs: int | None = None, options: Mapping[str, Any] | None = None,
+                 out_dir: Path | None = None, threads: int | None = 1,
+                 sampler_uses_model: bool = False) -> dict[str, Any]:
+    """Walk ``profiles`` in order: the first platform's model (``teacher``, or ``model``
+    trained on all its records) is carried to each next one with ``strategy`` and a ``budget``
+    sample. One row per platform: Top-1/Top-5 on its held-out tasks, on every earlier
+    platform's (forgetting), parameters, training seconds, programs measured and trained on."""
+    from tcl.evaluation import load_checkpoint
+
+    if len(profiles) < 2:
+        raise TclError("a transfer sequence needs two or more profiles")
+    _strategy(strategy, True, options)
+    platforms = {p: load_platform(data_dir, p, held_out_networks) for p in profiles}
+    first_train, first_held = platforms[profiles[0]]
+    start = time.perf_counter()
+    if teacher is not None:
+        current = load_checkpoint(teacher, threads=threads)
+        _strategy(strategy, True, options, current)
+    else:
+        current = discovery.registry().create("cost_models", model, threads=threads,
+                                              **({"epochs": base_epochs} if base_epochs is not None else {}))
+        current.fit(first_train, seed=seed)
+    rows = [_row("base", profiles[0], current, time.perf_counter() - start, len(first_train), len(first_train),
+                 first_held, {})]
+    for k, profile in enumerate(profiles[1:], 1):
+        train, held = platforms[profile]
+        sample, rest = select_sample(train, sampler, budget, model=current if sampler_uses_model else None, seed=seed)
+        history = {p: platforms[p][0] for p in profiles[:k]}
+        current, seconds, trained = transfer_step(strategy, current, sample, unlabelled=rest, history=history,
+                                                  options=options, seed=seed)
+        if out_dir is not None:
+            current.save(Path(out_dir) / f"{k}-{profile}")
+        row = _row(strategy, profile, current, seconds, len(sample), trained, held,
+                   {p: platforms[p][1] for p in profiles[:k]})
+        _notify(strategy, profile, row)
+        rows.append(row)
+    return {"rows": rows, "strategy": strategy, "profiles": list(profiles), "budget": budget, "sampler": sampler,
+            "held_out": list(held_out_networks), "seed": seed, "options": dict(options or {})}
+
+
+def adapt(*, profile: Any, teacher: Path, pool_dir: Path, out: Path, work_dir: Path, budget: float = 0.1,
+          sampler: str = "rdu", strategy: str = "continual-kd", options: Mapping[str, Any] | None = None,
+          seed: int = 0, batch_size: int = 16, reporter: Any = None, threads: int | None = 1) -> dict[str, Any]:
+    """Measure ``budget`` of a candidate pool on ``profile`` (this machine), chosen by ``sampler``,
+    and distil ``teacher`` with them into checkpoint ``out``. The measurements live in
+    ``work_dir`` (a private copy of the pool, its tasks, the records): a rerun measures only
+    what is missing."""
+    from tcl.collect import collect
+    from tcl.database import RecordWriter, load_records
+    from tcl.evaluation import load_checkpoint
+    from tcl.pools import is_pool, load_pool, save_pool
+    from tcl.training import clean_records
+
+    _strategy(strategy, True, options)  # fail before measuring
+    teacher_model = load_checkpoint(teacher, threads=threads)
+    _strategy(strategy, True, options, teacher_model)
+    work_dir = Path(work_dir)
+    pool_copy = work_dir / ADAPT_POOL
+    if not is_pool(pool_copy):  # collect notes the networks it measured in the pool: never in the shared one
+        save_pool(pool_copy, load_pool(pool_dir))
+    pool = load_pool(pool_copy)
+    if not len(pool):
+        raise TclError(f"{pool_dir}: the candidate pool is empty")
+    with RecordWriter(work_dir / ADAPT_TASKS) as writer:
+        for task in pool.tasks.values():
+            writer.add_workload(task)
+    records_dir = work_dir / ADAPT_RECORDS
+    stats = collect(profile=profile, network_names=[str(work_dir / ADAPT_TASKS)],
+                    pool_size=max(len(t) for t in pool.traces.values()), out_dir=records_dir, sampler_name=sampler,
+                    budget=budget, pool_dir=pool_copy, seed=seed, batch_size=batch_size, reporter=reporter)
+    measured, _ = clean_records(load_records(records_dir, profile=profile.name))
+    if not measured.tasks:
+        raise TclError(f"no candidate measured successfully on {profile.name}; see {records_dir}")
+    model, seconds, trained = transfer_step(strategy, teacher_model, measured,
+                                            unlabelled=pool.program_set(profile.name), options=options, seed=seed)
+    model.save(out)
+    row = {"profile": profile.name, "strategy": strategy, "parameters": parameter_count(model),
+           "train_s": round(seconds, 3), "programs_measured": len(measured), "programs_trained": trained,
+           "measured_now": stats.measured, "failed_now": stats.failed, "already_measured": stats.skipped_done}
+    _notify(strategy, profile.name, row)
+    return {**row, "checkpoint": str(out), "work_dir": str(work_dir), "teacher": str(teacher)}
