@@ -1,0 +1,61 @@
+"""``tcl run CONFIG.toml``: run an experiment described by a config file."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run an experiment from a TOML config (configs/*.toml)",
+        description="Run the experiment a TOML config describes ([experiment] kind = sampling, models, ...). "
+                    "Names of samplers and cost models are checked before any work. OUT gets "
+                    "config.resolved.json, results.json and results.png; paths in the config are relative to it.")
+    parser.add_argument("config", type=Path, help="experiment config (TOML)")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default: runs/<config name>)")
+    parser.add_argument("--check", action="store_true", help="only validate the config")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tcl import discovery
+    from tcl.experiments import prepare, run_config
+
+    registry = discovery.registry()
+    if args.check:
+        prepare(args.config, registry)
+        print(f"{args.config}: ok")
+        return 0
+    out = args.out or Path("runs") / args.config.stem
+    results = run_config(args.config, out, registry=registry,
+                         progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print_rows(results.get("title", str(args.config)), results["rows"])
+    print(f"results in {out}/results.json, results.png, config.resolved.json")
+    return 0
+
+
+def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
+    """The rows as a table, ``x`` and ``x_std`` shown as one ``mean ± std`` column; wide
+    enough not to wrap when written to a file."""
+    from rich.console import Console
+    from rich.table import Table
+
+    columns = [k for k in dict.fromkeys(k for row in rows for k in row) if not k.endswith("_std")]
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(_cell(row.get(c), row.get(f"{c}_std")) for c in columns))
+    console = Console()
+    Console(width=max(console.width, 200) if not console.is_terminal else None).print(table)
+
+
+def _cell(value: Any, std: Any = None) -> str:
+    if isinstance(value, float):
+        text = "nan" if math.isnan(value) else f"{value:.4f}"
+        return text if std is None else f"{text} ± {std:.4f}"
+    return "" if value is None else str(value)

@@ -1,0 +1,101 @@
+"""What the experiment kinds share: the [experiment] table, loading one profile's records
+split into training and held-out networks, fitting and scoring one model, mean and std."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from tcl.errors import TclError
+from tcl.experiments import REQUIRED
+from tcl.programs import ProgramSet
+
+EXPERIMENT = {
+    "kind": ("str", REQUIRED),
+    "name": ("str", ""),
+    "description": ("str", ""),
+    "data": ("path", REQUIRED),
+    "profiles": ("list[str]", REQUIRED),
+    "held_out": ("list[str]", REQUIRED),
+    "seeds": ("list[int]", [0]),
+    "threads": ("int", 1),  # torch threads: 1 is fastest on a shared 2-core box
+    "feature_cache": ("path", None),  # None: tcl's default feature cache
+}
+
+METRICS = ("top1", "top5", "pairwise")
+
+
+def check_data(cfg: Mapping[str, Any]) -> None:
+    """Every profile has records under ``data`` and every held-out network occurs there."""
+    from tcl.database import find_databases, read_manifest
+
+    exp = cfg["experiment"]
+    if not exp["profiles"] or not exp["seeds"] or not exp["held_out"]:
+        raise TclError("[experiment] profiles, held_out and seeds must not be empty")
+    networks: dict[str, set[str]] = {}
+    for db in find_databases(Path(exp["data"])):
+        manifest = read_manifest(db) or {}
+        if manifest.get("profile"):
+            nets = networks.setdefault(manifest["profile"], set())
+            nets.update(n for t in manifest.get("tasks", ()) for n in t.get("networks", ()))
+    for profile in exp["profiles"]:
+        if profile not in networks:
+            raise TclError(f"[experiment] profiles: no records of '{profile}' under {exp['data']}; "
+                           f"profiles there: {', '.join(sorted(networks)) or 'none'}")
+        missing = sorted(set(exp["held_out"]) - networks[profile])
+        if missing:
+            raise TclError(f"[experiment] held_out: {', '.join(missing)} not in the {profile} records; "
+                           f"networks there: {', '.join(sorted(networks[profile]))}")
+
+
+def check_model(registry: Any, cfg: dict[str, Any], name: str, options: Mapping[str, Any]) -> None:
+    """The cost model exists and accepts ``options`` (building one trains nothing)."""
+    from tcl.experiments import plugin
+
+    plugin(registry, cfg, "cost_models", name)
+    registry.create("cost_models", name, **model_options(cfg, options))
+
+
+def model_options(cfg: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    from tcl.feature_cache import default_cache_dir
+
+    cache = cfg["experiment"]["feature_cache"] or str(default_cache_dir())
+    return {"verbose": False, "cache_dir": cache, **options}
+
+
+def split(cfg: Mapping[str, Any], profile: str) -> tuple[ProgramSet, ProgramSet]:
+    """(training networks, held-out networks) of ``profile``'s measured records."""
+    from tcl.database import load_records
+    from tcl.training import split_by_network
+
+    records = load_records(cfg["experiment"]["data"], profile=profile).measured()
+    return split_by_network(records, cfg["experiment"]["held_out"])
+
+
+def fit_score(registry: Any, name: str, options: Mapping[str, Any], train: ProgramSet, held: ProgramSet,
+              seed: int) -> dict[str, float]:
+    """Train a fresh model (no validation split: fixed epochs, best training loss kept) and
+    score it on the held-out networks."""
+    from tcl.evaluation import score_records
+
+    model = registry.create("cost_models", name, **options)
+    start = time.perf_counter()
+    model.fit(train, None, seed=seed)
+    fit_s = time.perf_counter() - start
+    result = score_records(model, held)
+    return {**{k: float(result[k]) for k in METRICS}, "fit_s": fit_s}
+
+
+def summarize(runs: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Mean of each metric over seeds, and its sample std (0 for one seed)."""
+    out: dict[str, float] = {}
+    for key in (*METRICS, "fit_s"):
+        values = np.array([r[key] for r in runs], dtype=np.float64)
+        out[key] = float(values.mean())
+        if key != "fit_s":
+            out[f"{key}_std"] = float(values.std(ddof=1)) if values.size > 1 else 0.0
+    out["seeds"] = len(runs)
+    return out

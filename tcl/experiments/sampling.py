@@ -1,0 +1,69 @@
+"""``kind = "sampling"``: how much a cost model loses when trained on a sample.
+
+Per profile and seed: a sampler picks ``budget`` of every training task's programs in
+``rounds`` active-learning rounds (looking up the recorded latencies; a sampler that needs a
+model gets one trained on what was picked so far), a fresh model is trained on the pick and
+scored on the held-out networks; ``full`` adds the model trained on 100%. Rows: mean and
+std over seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from tcl.experiments import plugin
+from tcl.experiments._common import EXPERIMENT, check_data, check_model, fit_score, model_options, split, summarize
+
+SCHEMA = {
+    "experiment": EXPERIMENT,
+    "model": {"name": ("str", "mamba"), "options": ("table", {})},
+    "sampling": {
+        "budget": ("number", 0.1),
+        "rounds": ("int", 2),
+        "samplers": ("list[str]", ["rdu", "random", "rdu-r", "rdu-d", "rdu-u"]),
+        "full": ("bool", True),
+    },
+}
+
+
+def validate(cfg: dict[str, Any], registry: Any) -> None:
+    from tcl.collect import budget_count
+    from tcl.sampling import round_quotas
+
+    check_data(cfg)
+    check_model(registry, cfg, cfg["model"]["name"], cfg["model"]["options"])
+    for name in cfg["sampling"]["samplers"] + (["all"] if cfg["sampling"]["full"] else []):
+        plugin(registry, cfg, "samplers", name)
+    budget_count(cfg["sampling"]["budget"], 1)
+    round_quotas(0, cfg["sampling"]["rounds"])
+
+
+def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
+    from tcl.sampling import active_learning_offline
+    from tcl.training import torch_threads
+
+    exp, smp = cfg["experiment"], cfg["sampling"]
+    name, options = cfg["model"]["name"], model_options(cfg, cfg["model"]["options"])
+    plans = [(s, smp["budget"], smp["rounds"]) for s in smp["samplers"]] + ([("all", 1.0, 1)] if smp["full"] else [])
+    rows = []
+    with torch_threads(exp["threads"]):
+        for profile in exp["profiles"]:
+            train, held = split(cfg, profile)
+            for sampler, budget, rounds in plans:
+                guided = registry.get("samplers", sampler).needs_model
+                runs, programs = [], 0
+                for seed in exp["seeds"]:
+                    progress(f"{profile}: {sampler} {budget:g}, seed {seed}")
+                    picks = active_learning_offline(train, sampler, budget, rounds=rounds,
+                                                    model_name=name if guided else None, model_options=options,
+                                                    seed=seed, progress=progress)
+                    subset = train.subset(indices=picks)
+                    programs = len(subset)
+                    runs.append(fit_score(registry, name, options, subset, held, seed))
+                rows.append({"profile": profile, "sampler": sampler, "budget": budget, "programs": programs,
+                             "of": len(train), "held_tasks": len(held.tasks), **summarize(runs)})
+                progress(f"{profile}: {sampler} top1 {rows[-1]['top1']:.4f} +- {rows[-1]['top1_std']:.4f}")
+    return {"rows": rows, "metric": "top1", "label": ["profile", "sampler"],
+            "title": f"{name}: Top-1 on held-out {', '.join(exp['held_out'])}",
+            "held_out": exp["held_out"], "model": name}

@@ -1,0 +1,112 @@
+"""`tcl run CONFIG.toml` end to end: real tiny training on the bundled records, a third-party
+sampler named in a config, and configs that must fail in one line before any work."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import run_tcl, tcl_env
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED = ROOT / "data" / "bundled"
+
+
+def write_config(folder: Path, text: str, name: str = "exp.toml") -> Path:
+    """A config in ``folder`` whose data path is relative to it, as users write them."""
+    data = os.path.relpath(BUNDLED, folder)
+    path = folder / name
+    path.write_text(text.replace("DATA", data))
+    return path
+
+
+SAMPLING = """
+[experiment]
+kind = "sampling"
+data = "DATA"
+profiles = ["x86-avx2"]
+held_out = ["bert-tiny"]
+
+[model]
+name = "tlp"
+options = { epochs = 1, batch_size = 128, mc_passes = 2 }
+
+[sampling]
+budget = 0.05
+rounds = 2
+samplers = SAMPLERS
+full = false
+"""
+
+
+def test_sampling_config_with_a_third_party_sampler_runs_end_to_end(tmp_path, install_plugin):
+    config = write_config(tmp_path, SAMPLING.replace("SAMPLERS", '["rdu", "every-kth"]'))
+    out = tmp_path / "out"
+    proc = run_tcl("run", str(config), "--out", str(out), env=tcl_env(install_plugin("tcl-example-plugin")))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert [r["sampler"] for r in results["rows"]] == ["rdu", "every-kth"]
+    for row in results["rows"]:
+        assert row["profile"] == "x86-avx2" and row["seeds"] == 1 and row["top1_std"] == 0.0
+        assert 0 < row["top1"] <= row["top5"] <= 1
+    resolved = json.loads((out / "config.resolved.json").read_text())
+    assert resolved["experiment"]["data"] == str(BUNDLED) and resolved["experiment"]["seeds"] == [0]
+    assert resolved["plugins"]["samplers"] == {"rdu": "tcl", "every-kth": "tcl-example-plugin"}
+    assert resolved["plugins"]["cost_models"] == {"tlp": "tcl"}
+    assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "every-kth" in proc.stdout and "top1" in proc.stdout
+
+
+def test_models_smoke_config_runs(tmp_path):
+    out = tmp_path / "out"
+    proc = run_tcl("run", str(ROOT / "configs" / "smoke-models.toml"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [r["model"] for r in rows] == ["tlp", "mamba"]
+    assert all(0 < r["top1"] <= 1 and r["held_tasks"] == 4 for r in rows)
+    assert (out / "results.png").is_file() and (out / "config.resolved.json").is_file()
+
+
+@pytest.mark.parametrize("text, message", [
+    (SAMPLING.replace("SAMPLERS", '["rdu", "rdx"]'),
+     "unknown sampler 'rdx'; choices: all, random, rdu, rdu-d, rdu-r, rdu-u"),
+    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('name = "tlp"', 'name = "gpt"'),
+     "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb"),
+    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace("budget = 0.05", "budgt = 0.05"),
+     "[sampling] unknown key 'budgt'; keys: budget, rounds, samplers, full"),
+    (SAMPLING.replace("SAMPLERS", '"rdu"'), "[sampling] samplers must be list[str], got 'rdu'"),
+    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('"sampling"', '"sampler"'),
+     "[experiment] unknown kind 'sampler'; kinds: models, sampling"),
+    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('"bert-tiny"', '"gpt-2"'),
+     "[experiment] held_out: gpt-2 not in the x86-avx2 records; networks there: bert-tiny, gpt-block"),
+    ("[experiment]\nkind = \"models\"\ndata = \"DATA\"\nprofiles = [\"x86-avx2\"]\nheld_out = [\"bert-tiny\"]\n"
+     "[models]\nnames = [\"tlp\"]\n[models.options.tlp]\nepoch = 1\n",
+     "cost model 'tlp': bad options"),
+])
+def test_bad_config_fails_before_work_in_one_line(tmp_path, text, message):
+    config = write_config(tmp_path, text)
+    out = tmp_path / "out"
+    proc = run_tcl("run", str(config), "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"tcl: error: {config}: ") and message in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_malformed_toml_names_the_file_in_one_line(tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text('[experiment]\nkind = "sampling\n')
+    proc = run_tcl("run", str(config), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"tcl: error: {config}: malformed TOML: ") and proc.stderr.count("\n") == 1
+    missing = run_tcl("run", str(tmp_path / "nope.toml"))
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("nope.toml: no such config file")
+
+
+def test_shipped_configs_validate():
+    for config in sorted((ROOT / "configs").glob("*.toml")):
+        proc = run_tcl("run", str(config), "--check")
+        assert proc.returncode == 0, f"{config.name}: {proc.stderr}"
