@@ -1,0 +1,161 @@
+"""Any of our cost models as a MetaSchedule cost model, so TVM's own search can use it.
+
+MetaSchedule's ``EvolutionarySearch`` asks ``predict(context, candidates)`` for the whole
+population (512) several times per round and keeps the best across those calls, and it draws
+parents by *multinomial sampling on the scores*. So the scores we hand back must be
+non-negative and comparable between calls. Our models' scores are unbounded ranking scores;
+:class:`ScoreScale` maps them per task with a fixed logistic of the standardized score
+(mean and spread taken from the first batch of the task, renewed only after the model
+changed), which keeps the order and stays in (0, 1).
+
+Candidates become :class:`tcl.programs.Program` objects carrying the live schedule and no
+trace JSON: the per-store featurizer reads the schedule directly and the trace-seq
+featurizer turns it into trace JSON itself, so each pays only for what it uses.
+
+``online=True`` fine-tunes a torch model (``mlp``, ``tlp``, ``mamba``) on the measurements
+of the task just measured, a few epochs with the project's LambdaRank trainer, starting from
+the current weights (a checkpoint's knowledge is kept, not retrained from scratch).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+from tvm.ir.utils import derived_object
+from tvm.s_tir.meta_schedule.cost_model import PyCostModel
+
+from tcl.errors import TclError
+from tcl.interfaces import CostModel
+from tcl.pools import make_task
+from tcl.programs import Program, ProgramSet, Task
+
+
+class ScoreScale:
+    """A fixed monotone map of one task's scores into (0, 1): ``sigmoid((s - mean) / spread)``."""
+
+    def __init__(self, scores: np.ndarray) -> None:
+        finite = scores[np.isfinite(scores)]
+        self.mean = float(finite.mean()) if finite.size else 0.0
+        spread = float(finite.std()) if finite.size > 1 else 0.0
+        self.spread = spread if spread > 1e-12 else 1.0
+
+    def __call__(self, scores: np.ndarray) -> np.ndarray:
+        z = np.clip((scores - self.mean) / self.spread, -30.0, 30.0)
+        z = np.where(np.isfinite(z), z, -30.0)
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def _require_trainable(model: CostModel) -> None:
+    """Online fine-tuning drives the model's torch module with the shared trainer."""
+    for attr in ("module", "_collate", "_featurize_set", "train_config"):
+        if getattr(model, attr, None) is None:
+            raise TclError(f"cost model {model.name} cannot be fine-tuned online (only torch models: mlp, tlp, mamba)")
+
+
+class BridgeState:
+    """What the MetaSchedule object delegates to (a plain class: easy to test and to time)."""
+
+    def __init__(self, model: CostModel, *, online: bool = False, epochs: int = 3, max_records: int = 512,
+                 seed: int = 0) -> None:
+        if online:
+            _require_trainable(model)
+        self.model = model
+        self.online = online
+        self.epochs = epochs
+        self.max_records = max_records
+        self.seed = seed
+        self.tasks: dict[tuple[str, int], Task] = {}
+        self.scales: dict[str, ScoreScale] = {}
+        self.measured: dict[str, list[Program]] = {}
+        self.stats = {"predict_calls": 0, "predicted": 0, "predict_s": 0.0, "updates": 0, "update_s": 0.0}
+
+    def task_of(self, context: Any) -> Task:
+        import tvm_ffi
+
+        mod = context.mod
+        cache_key = (str(context.task_name), int(tvm_ffi.structural_hash(mod)))
+        task = self.tasks.get(cache_key)
+        if task is None:
+            task = self.tasks[cache_key] = make_task(mod, name=str(context.task_name))
+        return task
+
+    def raw_scores(self, task: Task, candidates: Sequence[Any]) -> np.ndarray:
+        import torch
+
+        programs = [Program(task_key=task.key, trace=None, schedule=c.sch) for c in candidates]
+        with torch.no_grad():
+            return np.asarray(self.model.predict(task, programs), dtype=np.float64).reshape(len(programs))
+
+    def predict(self, context: Any, candidates: Sequence[Any]) -> np.ndarray:
+        start = time.perf_counter()
+        if not candidates:
+            return np.zeros((0,), dtype=np.float64)
+        task = self.task_of(context)
+        scores = self.raw_scores(task, candidates)
+        scale = self.scales.get(task.key)
+        if scale is None:
+            scale = self.scales[task.key] = ScoreScale(scores)
+        out = np.ascontiguousarray(scale(scores), dtype=np.float64)
+        self.stats["predict_calls"] += 1
+        self.stats["predicted"] += len(candidates)
+        self.stats["predict_s"] += time.perf_counter() - start
+        return out
+
+    def update(self, context: Any, candidates: Sequence[Any], results: Sequence[Any]) -> None:
+        if not self.online or not candidates:
+            return
+        start = time.perf_counter()
+        task = self.task_of(context)
+        kept = self.measured.setdefault(task.key, [])
+        for cand, res in zip(candidates, results):
+            secs = [float(s) for s in (res.run_secs or [])]
+            if res.error_msg is None and secs and all(0 < s < 1e9 for s in secs):
+                kept.append(Program(task_key=task.key, trace=None, schedule=cand.sch, run_secs=tuple(secs)))
+        del kept[:-self.max_records]
+        if len(kept) >= 2:
+            self._fine_tune(task, kept)
+            self.scales.pop(task.key, None)  # the model changed: scale anew
+        self.stats["updates"] += 1
+        self.stats["update_s"] += time.perf_counter() - start
+
+    def _fine_tune(self, task: Task, programs: list[Program]) -> None:
+        from tcl.training import TrainConfig, make_groups, train_ranking
+
+        model = self.model
+        records = ProgramSet()
+        records.add(task, programs)
+        groups, counts = make_groups(records, model._featurize_set)
+        base = model.train_config
+        config = TrainConfig(epochs=self.epochs, lr=base.lr, weight_decay=base.weight_decay,
+                             batch_size=base.batch_size, grad_clip=base.grad_clip, device=str(model.device),
+                             verbose=False, threads=base.threads)
+        self.seed += 1
+        train_ranking(model.module, model._collate, groups, None, config=config, name=model.name,
+                      seed=self.seed, counts=counts)
+
+
+@derived_object
+class BridgeCostModel(PyCostModel):
+    """``ms.cost_model.PyCostModel`` around one of our :class:`~tcl.interfaces.CostModel` s.
+
+    ``save``/``load`` are no-ops: MetaSchedule never calls them during tuning, and a
+    fine-tuned model is saved with its own ``save`` by whoever owns it.
+    """
+
+    def __init__(self, model: CostModel, *, online: bool = False, epochs: int = 3, seed: int = 0) -> None:
+        super().__init__()
+        self.state = BridgeState(model, online=online, epochs=epochs, seed=seed)
+
+    def load(self, path: str) -> None:
+        pass
+
+    def save(self, path: str) -> None:
+        pass
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        self.state.update(context, candidates, results)
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        return self.state.predict(context, candidates)

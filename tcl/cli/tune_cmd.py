@@ -1,0 +1,83 @@
+"""``tcl tune``: tune a network with MetaSchedule and one of our cost models (or TVM's), or
+compare several (``--compare``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tcl.cli.common import print_json, print_table
+
+
+def add_parser(subparsers: Any) -> None:
+    tune = subparsers.add_parser(
+        "tune", help="tune a network end to end with a cost model",
+        description="Extract the network's tasks, tune them with MetaSchedule's task scheduler and evolutionary "
+                    "search guided by COST_MODEL, compile the network with the best schedules, check its output "
+                    "against torch and time both. Records go to OUT (a TVM JSONDatabase); rerunning the same "
+                    "command continues from them.")
+    tune.add_argument("--network", required=True,
+                      help="registered network (see tcl plugins) or path/file.py:ClassName (needs --input-shape)")
+    tune.add_argument("--input-shape", default=None, help="input shape of a file network, e.g. 1,3,32,32")
+    tune.add_argument("--profile", required=True, help="hardware profile (see tcl profiles)")
+    tune.add_argument("--cost-model", default=None,
+                      help="checkpoint directory, xgb or random (TVM's own), or a model name with a pretrained "
+                           "checkpoint")
+    tune.add_argument("--compare", default=None,
+                      help="comma-separated methods (as --cost-model) tuned one after another and compared "
+                           "with the first")
+    tune.add_argument("--trials", type=int, required=True, help="measured candidates in total, over all tasks")
+    tune.add_argument("--trials-per-round", type=int, default=None,
+                      help="candidates measured per round (default: about two rounds per task, 4..64)")
+    tune.add_argument("--population", type=int, default=512,
+                      help="evolutionary search population (MetaSchedule's default 512; smaller is faster per round)")
+    tune.add_argument("--online", action="store_true", help="fine-tune our model on the measurements as they come")
+    tune.add_argument("--out", type=Path, required=True, help="output directory (records, curve, result)")
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--repeats", type=int, default=20, help="timing repeats of the final network (median)")
+    tune.add_argument("--json", action="store_true", help="print the result as JSON")
+    tune.set_defaults(handler=run_tune)
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from tcl.errors import TclError
+    from tcl.tune import compare, parse_shape, tune_network
+
+    if (args.cost_model is None) == (args.compare is None):
+        raise TclError("give exactly one of --cost-model and --compare")
+    shape = parse_shape(args.input_shape) if args.input_shape else None
+    common = dict(seed=args.seed, input_shape=shape, trials_per_round=args.trials_per_round,
+                  population=args.population, repeats=args.repeats,
+                  profiles_dir=args.profiles_dir)
+    if args.compare is not None:
+        methods = [m.strip() for m in args.compare.split(",") if m.strip()]
+        summary = compare(methods, args.network, args.profile, args.trials, args.out, online=args.online, **common)
+        if args.json:
+            print_json(summary)
+            return 0
+        columns = ["method", "measured_trials", "tuning_s", "estimate_ms", "latency_ms", "torch_ms", "vs_torch",
+                   "time_to_baseline_best_s", "trials_to_baseline_best", "search_speedup", "latency_vs_baseline"]
+        print_table(f"{summary['network']} on {summary['profile']}, {summary['trials']} trials; baseline "
+                    f"{summary['baseline']}", columns, [[_fmt(row[c]) for c in columns] for row in summary["rows"]])
+        print(f"curves: {args.out / 'compare.png'}; all numbers: {args.out / 'compare.json'}")
+        return 0
+    result = tune_network(args.network, args.profile, args.cost_model, args.trials, args.out, online=args.online,
+                          **common)
+    if args.json:
+        print_json(result)
+        return 0
+    speedup = result["torch_latency_s"] / result["latency_s"]
+    print(f"{result['network']} on {result['profile']} with {result['method']}: {result['measured_trials']} trials "
+          f"in {result['tuning_s']:.0f}s; latency {result['latency_s'] * 1e3:.4f} ms (median of {args.repeats}), "
+          f"torch eager {result['torch_latency_s'] * 1e3:.4f} ms ({speedup:.2f}x torch); "
+          f"task-weighted estimate {_fmt(result['estimate_s'] and result['estimate_s'] * 1e3)} ms; "
+          f"output matches torch (max rel. error {result['max_rel_error']:.2g})")
+    print(f"records, curve and plot in {args.out}")
+    return 0
+
+
+def _fmt(value: Any) -> Any:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "-" if value is None else value

@@ -1,0 +1,551 @@
+"""Tune a whole network with MetaSchedule driven by one of our cost models (or TVM's own).
+
+:func:`tune_network` extracts the network's tasks (:mod:`tcl.tasks`), runs MetaSchedule's
+gradient task scheduler with evolutionary search, builds and times candidates with the
+profile's backend (the fast builder of :mod:`tcl.measure`), then compiles the network with
+the best schedules, checks its output against torch on the same input and times both.
+
+Output directory: a TVM JSONDatabase (``database_*.json``) plus our manifest, ``tune_curve.json``
+(rewritten after every measured batch, so an interrupted run leaves its curve) and
+``tune_result.json`` / ``tune_curve.png`` at the end. A rerun into the same directory
+continues: records already there count as spent trials, MetaSchedule's search starts from
+the best of them (it reads the database), and the curve continues from its last point.
+
+The curve's latency is the estimate TenSet and TLP tune against: the sum over tasks of
+``weight x best measured latency`` (only once every task has a successful measurement).
+The end-to-end latency of the compiled network is measured once, at the end.
+
+:func:`compare` runs several methods one after another on one network and profile and
+reports time-to-reach the first method's best and latencies at equal trials.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import math
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from tcl.errors import TclError
+
+TVM_MODELS = ("xgb", "random")
+CURVE_FILE = "tune_curve.json"
+RESULT_FILE = "tune_result.json"
+PLOT_FILE = "tune_curve.png"
+
+
+# ---- what to tune and with what ------------------------------------------------------------
+
+
+def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: int = 0) -> tuple[str, Any]:
+    """``(name, NetworkDefinition)`` of a registered network or of ``path/file.py:ClassName``
+    (built without arguments, fed ``torch.randn(input_shape)``)."""
+    from tcl.interfaces import NetworkDefinition
+
+    if ":" not in spec or not spec.split(":", 1)[0].endswith(".py"):
+        if input_shape is not None:
+            raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
+        from tcl import discovery
+
+        return spec, discovery.registry().get("networks", spec).factory(seed=seed)
+    import torch
+
+    path_text, _, cls_name = spec.rpartition(":")
+    path = Path(path_text)
+    if not cls_name.isidentifier():
+        raise TclError(f"network {spec!r}: expected path/file.py:ClassName")
+    if not path.is_file():
+        raise TclError(f"network {spec!r}: no such file {path}")
+    if not input_shape:
+        raise TclError(f"network {spec!r}: a file network needs --input-shape, e.g. 1,3,32,32")
+    module_spec = importlib.util.spec_from_file_location(f"tcl_user_network_{path.stem}", path)
+    user = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(user)
+        cls = getattr(user, cls_name)
+    except AttributeError:
+        raise TclError(f"network {spec!r}: {path} defines no {cls_name}") from None
+    except Exception as exc:  # the user's file may raise anything
+        raise TclError(f"network {spec!r}: importing {path} failed: {type(exc).__name__}: {exc}") from None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        try:
+            module = cls()
+        except Exception as exc:
+            raise TclError(f"network {spec!r}: {cls_name}() failed: {type(exc).__name__}: {exc}") from None
+        if not isinstance(module, torch.nn.Module):
+            raise TclError(f"network {spec!r}: {cls_name}() is a {type(module).__name__}, not a torch.nn.Module")
+        example = torch.randn(*input_shape)
+    return f"{path.stem}:{cls_name}", NetworkDefinition(module=module.eval(), example_inputs=(example,))
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(d <= 0 for d in shape):
+        raise TclError(f"--input-shape {text!r}: expected positive integers separated by commas, e.g. 1,3,32,32")
+    return shape
+
+
+@attrs.frozen
+class Method:
+    """A cost model to tune with: TVM's own (``xgb``/``random``) or one of our checkpoints."""
+
+    label: str
+    tvm_name: str | None = None
+    checkpoint: Path | None = None
+    online: bool = False
+
+
+def pretrained_dir(profile: str, model: str) -> Path | None:
+    """Where a shipped pretrained checkpoint of ``model`` for ``profile`` lives, if installed."""
+    spec = importlib.util.find_spec("tcl_plugins")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]) / "pretrained" / profile / model
+
+
+def resolve_method(spec: str, profile: str, online: bool = False) -> Method:
+    """``xgb``/``random`` (TVM's), a checkpoint directory, or a model name with a pretrained checkpoint."""
+    suffix = "+online" if online else ""
+    if spec in TVM_MODELS:
+        return Method(label=spec, tvm_name=spec)
+    path = Path(spec)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise TclError(f"cost model {spec!r}: {path} is not a checkpoint (no config.json)")
+        return Method(label=path.name + suffix, checkpoint=path, online=online)
+    from tcl import discovery
+
+    if spec in discovery.registry().names("cost_models"):
+        shipped = pretrained_dir(profile, spec)
+        if shipped is not None and (shipped / "config.json").is_file():
+            return Method(label=spec + suffix, checkpoint=shipped, online=online)
+        raise TclError(f"cost model {spec!r}: no pretrained checkpoint for profile {profile} "
+                       f"({shipped}); train one with tcl train --model {spec} and pass its directory")
+    raise TclError(f"cost model {spec!r}: expected xgb, random, a checkpoint directory or a cost model "
+                   f"with a pretrained checkpoint ({', '.join(discovery.registry().names('cost_models'))})")
+
+
+def _ms_cost_model(method: Method, seed: int) -> Any:
+    import tvm.s_tir.meta_schedule as ms
+
+    if method.tvm_name is not None:
+        return ms.cost_model.CostModel.create(method.tvm_name, num_tuning_cores=1)
+    from tcl.bridge import BridgeCostModel
+    from tcl.evaluation import load_checkpoint
+
+    return BridgeCostModel(load_checkpoint(method.checkpoint, verbose=False, threads=1), online=method.online,
+                           seed=seed)
+
+
+# ---- progress and the curve ----------------------------------------------------------------
+
+
+class Curve:
+    """Per-task best latencies and the curve of the weighted estimate, saved after each batch."""
+
+    def __init__(self, path: Path, method: str, tasks: Sequence[Any], previous: Mapping[str, Any] | None,
+                 best: Mapping[str, float], spent: int) -> None:
+        self.path = path
+        self.method = method
+        self.keys = [t.key for t in tasks]
+        self.weights = [float(t.weight) for t in tasks]
+        self.names = [t.name for t in tasks]
+        self.best = [best.get(k, math.inf) for k in self.keys]
+        self.points: list[dict[str, Any]] = list((previous or {}).get("points", []))
+        self.time_offset = float(self.points[-1]["seconds"]) if self.points else 0.0
+        self.trials = spent
+        self.started = time.perf_counter()
+        self.rounds = len(self.points)
+
+    def estimate(self) -> float | None:
+        if not all(math.isfinite(b) for b in self.best):
+            return None
+        return float(sum(w * b for w, b in zip(self.weights, self.best)))
+
+    def seconds(self) -> float:
+        return self.time_offset + time.perf_counter() - self.started
+
+    def add_batch(self, task_id: int, run_secs: Sequence[Sequence[float] | None]) -> dict[str, Any]:
+        for secs in run_secs:
+            if secs and all(0 < s < 1e9 for s in secs):
+                self.best[task_id] = min(self.best[task_id], float(np.mean(secs)))
+        self.trials += len(run_secs)
+        self.rounds += 1
+        point = {"round": self.rounds, "trials": self.trials, "seconds": round(self.seconds(), 3),
+                 "task": self.names[task_id], "task_best_s": self.best[task_id], "estimate_s": self.estimate()}
+        self.points.append(point)
+        self.save()
+        return point
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "points": self.points,
+                "tasks": [{"key": k, "name": n, "weight": w, "best_s": b if math.isfinite(b) else None}
+                          for k, n, w, b in zip(self.keys, self.names, self.weights, self.best)]}
+
+    def save(self) -> None:
+        from tcl.database import write_atomic
+
+        write_atomic(self.path, json.dumps(self.as_dict(), indent=1) + "\n")
+
+
+@contextlib.contextmanager
+def _deferred_interrupt(report: Callable[[str], None]) -> Iterator[threading.Event]:
+    """The first Ctrl-C only sets a flag: the batch being measured is then dropped (its
+    workers may have been killed by the same signal, which would record false failures) and
+    tuning stops before MetaSchedule commits it. A second Ctrl-C stops at once."""
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def handler(*_: Any) -> None:
+        if flag.is_set():
+            raise KeyboardInterrupt
+        flag.set()
+        report("interrupted: stopping before the next batch is recorded (Ctrl-C again to stop now)")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _progress_callback(curve: Curve, network: str, report: Callable[[str], None], interrupted: threading.Event) -> Any:
+    """A MetaSchedule measure callback feeding :class:`Curve` and the ``tcl_on_tuning_round_end``
+    hook. It runs before MetaSchedule's own callbacks, so raising here on Ctrl-C keeps the
+    interrupted batch out of the database."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+
+    from tcl import discovery
+
+    hook = discovery.registry().hook
+
+    @derived_object
+    class Progress(PyMeasureCallback):
+        def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
+            if interrupted.is_set():
+                raise KeyboardInterrupt
+            secs = [None if r.error_msg is not None or not r.run_secs else [float(s) for s in r.run_secs]
+                    for r in runner_results]
+            point = curve.add_batch(int(task_id), secs)
+            failed = sum(s is None for s in secs)
+            est = point["estimate_s"]
+            report(f"round {point['round']}: {point['trials']} trials, {point['seconds']:.0f}s, task "
+                   f"{point['task']} best {point['task_best_s'] * 1e3:.4f} ms ({failed} failed), estimate "
+                   + (f"{est * 1e3:.4f} ms" if est is not None else "pending (tasks not yet measured)"))
+            if est is not None:
+                hook.tcl_on_tuning_round_end(network=network, round_index=point["round"], trials=point["trials"],
+                                             best_latency_s=est)
+
+    return Progress()
+
+
+# ---- the run -------------------------------------------------------------------------------
+
+
+def _existing(out_dir: Path, tasks: Sequence[Any]) -> tuple[int, dict[str, float]]:
+    """Trials already recorded in ``out_dir`` for ``tasks`` and their best latencies."""
+    from tcl.database import RECORD_FILE, WORKLOAD_FILE, find_databases, load_records, repair_tail
+
+    if not (out_dir / WORKLOAD_FILE).exists():
+        return 0, {}
+    for name in (WORKLOAD_FILE, RECORD_FILE):  # an interrupted TVM writer may leave a torn line
+        repair_tail(out_dir / name)
+    if out_dir not in find_databases(out_dir):
+        return 0, {}
+    records = load_records(out_dir)
+    spent, best = 0, {}
+    for task in tasks:
+        progs = records.programs.get(task.key, [])
+        spent += len(progs)
+        lat = [p.latency for p in progs if p.ok]
+        if lat:
+            best[task.key] = min(lat)
+    return spent, best
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise TclError(f"{path}: unreadable ({exc})") from None
+
+
+def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int) -> list[Any]:
+    import tvm.s_tir.meta_schedule as ms
+    from tvm.s_tir.meta_schedule.utils import fork_seed
+
+    from tcl.pools import ensure_tensor_intrinsics
+
+    ensure_tensor_intrinsics(target)
+    def search() -> Any:
+        return ms.search_strategy.EvolutionarySearch(population_size=population,
+                                                     init_min_unmeasured=min(50, population))
+
+    return [ms.TuneContext(mod=t.mod, target=target, space_generator="post-order-apply", search_strategy=search(),
+                           task_name=t.name, rand_state=rs, num_threads="physical").clone()
+            for t, rs in zip(tasks, fork_seed(seed, n=len(tasks)))]
+
+
+def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, population: int, per_round: int,
+                remaining: int, backend: Any, method: Method, curve: Curve, name: str,
+                report: Callable[[str], None]) -> None:
+    """MetaSchedule's gradient task scheduler over ``tasks``; Ctrl-C ends it with KeyboardInterrupt."""
+    import tvm.s_tir.meta_schedule as ms
+
+    with _deferred_interrupt(report) as interrupted:
+        callbacks = [_progress_callback(curve, name, report, interrupted),
+                     *ms.measure_callback.MeasureCallback.create("default")]
+        try:
+            ms.tune_tasks(tasks=_tune_contexts(tasks, target, seed, population),
+                          task_weights=[float(t.weight) for t in tasks], work_dir=str(out_dir),
+                          max_trials_global=remaining, num_trials_per_iter=per_round, builder=backend.builder(),
+                          runner=backend.runner(), database=ms.database.JSONDatabase(work_dir=str(out_dir)),
+                          cost_model=_ms_cost_model(method, seed), measure_callbacks=callbacks,
+                          task_scheduler="gradient")
+        except BaseException:
+            if interrupted.is_set():  # whatever the signal became on its way through TVM's C++
+                raise KeyboardInterrupt from None
+            raise
+
+
+def default_trials_per_round(trials: int, n_tasks: int) -> int:
+    """Small rounds when the budget is small: every task gets about two rounds (4..64 trials)."""
+    return max(4, min(64, trials // max(1, 2 * n_tasks)))
+
+
+def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str | Method, trials: int,
+                 out_dir: str | Path, online: bool = False, seed: int = 0, *,
+                 input_shape: Sequence[int] | None = None, trials_per_round: int | None = None,
+                 population: int = 512, repeats: int = 20, profiles_dir: Sequence[str] = (),
+                 report: Callable[[str], None] | None = None, plot: bool = True) -> dict[str, Any]:
+    """Tune ``network`` for ``trials`` measured candidates in total (records already in
+    ``out_dir`` count), compile, check against torch, time; return the JSON-able result
+    (also written to ``out_dir/tune_result.json``). ``population`` is the evolutionary
+    search's (MetaSchedule's default 512; smaller rounds are faster and search less).
+    See the module doc."""
+    import tvm.s_tir.meta_schedule as ms
+
+    from tcl import discovery
+    from tcl.database import update_manifest, write_atomic
+    from tcl.profiles import HardwareProfile, get_profile
+    from tcl.tasks import extract_tasks
+
+    report = report or (lambda line: print(line, file=sys.stderr, flush=True))
+    if trials < 1:
+        raise TclError(f"--trials must be >= 1, got {trials}")
+    prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)
+    method = cost_model if isinstance(cost_model, Method) else resolve_method(cost_model, prof.name, online)
+    name, definition = network if isinstance(network, tuple) else resolve_network(network, input_shape, seed)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    previous = _read_json(out_dir / CURVE_FILE)
+    if previous is not None and previous.get("method") != method.label:
+        raise TclError(f"{out_dir} holds a tuning run of {previous.get('method')!r}, not {method.label!r}; "
+                       "use another --out")
+
+    target = prof.tvm_target()
+    started = time.perf_counter()
+    tasks = extract_tasks(definition, target)
+    if not tasks:
+        raise TclError(f"network {name}: no tunable task (no operator with a reduction)")
+    from tcl.pools import make_task
+
+    update_manifest(out_dir, profile=prof.name, networks={name: {"tasks": len(tasks)}},
+                    tasks=[make_task(t.mod, name=t.name, weight=t.weight, networks=(name,)) for t in tasks])
+    spent, best = _existing(out_dir, tasks)
+    remaining = max(0, trials - spent)
+    per_round = trials_per_round or default_trials_per_round(trials, len(tasks))
+    curve = Curve(out_dir / CURVE_FILE, method.label, tasks, previous, best, spent)
+    report(f"tuning {name} ({len(tasks)} tasks) on {prof.name} with {method.label}: {remaining} of {trials} "
+           f"trials left ({spent} already in {out_dir}), {per_round} per round")
+    backend = discovery.registry().get("hardware_backends", prof.backend).factory(prof)
+    try:
+        if remaining:
+            _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining, backend, method, curve,
+                        name, report)
+        tuning_s = curve.seconds()
+        curve.save()
+        report(f"tuned in {tuning_s:.0f}s; compiling {name} with the best schedules")
+    finally:
+        backend.close()
+    check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats)
+    result = {"network": name, "profile": prof.name, "method": method.label, "trials": trials,
+              "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
+              "tuning_s": tuning_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
+              **check, "curve": curve.as_dict(), "out_dir": str(out_dir)}
+    write_atomic(out_dir / RESULT_FILE, json.dumps(result, indent=1) + "\n")
+    if plot:
+        plot_curves({method.label: result}, out_dir / PLOT_FILE, title=f"{name} on {prof.name}")
+    return result
+
+
+# ---- compiling, checking, timing ------------------------------------------------------------
+
+
+def _leaves(obj: Any) -> list[np.ndarray]:
+    """Output tensors of torch or of the Relax VM, flattened in order."""
+    if isinstance(obj, (list, tuple)) or type(obj).__name__ == "Array":
+        return [leaf for item in obj for leaf in _leaves(item)]
+    return [obj.detach().numpy() if hasattr(obj, "detach") else obj.numpy()]
+
+
+def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20) -> dict[str, Any]:
+    """Compile the network with the best records of ``db_dir``, check it against torch on the
+    example inputs (raises TclError when they differ) and time both (median of ``repeats``)."""
+    import torch
+    import tvm
+    import tvm.s_tir.meta_schedule as ms
+    from tvm import relax
+
+    from tcl.tasks import import_network, prepare_for_tuning
+    from tcl.training import torch_threads
+
+    mod = prepare_for_tuning(import_network(definition), target)
+    start = time.perf_counter()
+    executable = ms.relax_integration.compile_relax(ms.database.JSONDatabase(work_dir=str(db_dir)), mod, target, None)
+    compile_s = time.perf_counter() - start
+    with torch.no_grad(), torch_threads(threads):  # torch first: TVM's pool threads spin after a kernel
+        want = _leaves(definition.module(*definition.example_inputs))
+        torch_latency = _time_torch(definition.module, definition.example_inputs, repeats)
+    time.sleep(0.5)  # let torch's OpenMP workers go to sleep before TVM runs
+    dev = tvm.cpu()
+    tvm.get_global_func("runtime.config_threadpool")(1, int(threads))
+    vm = relax.VirtualMachine(executable, dev)
+    inputs = [tvm.runtime.tensor(x.numpy(), dev) for x in definition.example_inputs]
+    got = _leaves(vm["main"](*inputs))
+    if len(got) != len(want):
+        raise TclError(f"compiled network returns {len(got)} outputs, torch {len(want)}")
+    worst = 0.0
+    for g, w in zip(got, want):
+        scale = max(1.0, float(np.abs(w).max()) if w.size else 1.0)
+        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-3, atol=1e-4 * scale):
+            err = float(np.abs(g - w).max()) if g.shape == w.shape else math.inf
+            raise TclError(f"the tuned network's output differs from torch (shape {g.shape} vs {w.shape}, "
+                           f"max abs error {err:.3g}, largest |torch| {scale:.3g})")
+        worst = max(worst, float(np.abs(g - w).max()) / scale if w.size else 0.0)
+    timer = vm.time_evaluator("main", dev, number=5, repeat=repeats, min_repeat_ms=0)
+    latency = float(np.median(timer(*inputs).results))
+    return {"latency_s": latency, "torch_latency_s": torch_latency, "compile_s": compile_s,
+            "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
+
+
+def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:
+    for _ in range(3):
+        module(*inputs)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            module(*inputs)
+        times.append((time.perf_counter() - t0) / number)
+    return float(np.median(times))
+
+
+def plot_curves(results: Mapping[str, Mapping[str, Any]], path: Path, *, title: str) -> None:
+    """Best estimated latency vs trials and vs seconds, one line per method (headless PNG)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for label, result in results.items():
+        points = [p for p in result["curve"]["points"] if p.get("estimate_s") is not None]
+        ms_values = [p["estimate_s"] * 1e3 for p in points]
+        axes[0].step([p["trials"] for p in points], ms_values, where="post", label=label)
+        axes[1].step([p["seconds"] for p in points], ms_values, where="post", label=label)
+    for ax, xlabel in zip(axes, ("measured trials", "tuning time (s)")):
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("estimated latency (ms): sum of weight x task best")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(buffer.getvalue())
+    tmp.replace(path)
+
+
+# ---- comparing methods ---------------------------------------------------------------------
+
+
+def _time_to_reach(points: Sequence[Mapping[str, Any]], target_s: float | None, key: str) -> float | None:
+    if target_s is None:
+        return None
+    for p in points:
+        if p.get("estimate_s") is not None and p["estimate_s"] <= target_s * (1 + 1e-9):
+            return float(p[key])
+    return None
+
+
+def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out_dir: str | Path, *,
+            online: bool = False, seed: int = 0, input_shape: Sequence[int] | None = None,
+            trials_per_round: int | None = None, population: int = 512, repeats: int = 20,
+            profiles_dir: Sequence[str] = (), report: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Tune ``network`` with each of ``methods`` in turn (each in ``out_dir/<label>``) and
+    compare them with the first: ``{"rows": [...], "baseline": label, ...}``. Online
+    fine-tuning applies to our checkpoints only."""
+    from tcl.database import write_atomic
+    from tcl.profiles import HardwareProfile, get_profile
+
+    if not methods:
+        raise TclError("--compare needs at least one method")
+    prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)
+    resolved = [resolve_method(m, prof.name, online) for m in methods]
+    labels = [m.label for m in resolved]
+    if len(set(labels)) != len(labels):
+        raise TclError(f"--compare: methods repeat ({', '.join(labels)})")
+    net = resolve_network(network, input_shape, seed)
+    out_dir = Path(out_dir)
+    results = {}
+    for method in resolved:
+        results[method.label] = tune_network(net, prof, method, trials, out_dir / method.label, seed=seed,
+                                             trials_per_round=trials_per_round, population=population,
+                                             repeats=repeats, report=report,
+                                             plot=False)
+    base = results[labels[0]]
+    base_best = base["estimate_s"]
+    base_time = _time_to_reach(base["curve"]["points"], base_best, "seconds")
+    rows = []
+    for label in labels:
+        r = results[label]
+        t = _time_to_reach(r["curve"]["points"], base_best, "seconds")
+        n = _time_to_reach(r["curve"]["points"], base_best, "trials")
+        rows.append({"method": label, "measured_trials": r["measured_trials"], "tuning_s": r["tuning_s"],
+                     "estimate_ms": _ms(r["estimate_s"]), "latency_ms": _ms(r["latency_s"]),
+                     "torch_ms": _ms(r["torch_latency_s"]), "vs_torch": r["torch_latency_s"] / r["latency_s"],
+                     "time_to_baseline_best_s": t, "trials_to_baseline_best": n,
+                     "search_speedup": (base_time / t) if (t and base_time) else None,
+                     "latency_vs_baseline": base["latency_s"] / r["latency_s"]})
+    summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": labels[0],
+               "rows": rows}
+    write_atomic(out_dir / "compare.json", json.dumps({**summary, "results": results}, indent=1) + "\n")
+    plot_curves(results, out_dir / "compare.png", title=f"{base['network']} on {prof.name}, {trials} trials")
+    return summary
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3

@@ -1,0 +1,176 @@
+"""`tcl tune` and the MetaSchedule bridge: a real (tiny) tuning run guided by a tlp checkpoint
+trained here on the bundled records, interrupted with Ctrl-C and resumed; the compiled
+network must match torch."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import matmul_module, run_tcl, tcl_env
+
+BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
+TINY_NET = '''
+import torch
+
+
+class TinyMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+'''
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ckpt") / "tlp"
+    # trained on resnet-18's tasks only, to keep the test short
+    proc = run_tcl("train", "--model", "tlp", "--data", str(BUNDLED / "x86-avx2"), "--profile", "x86-avx2",
+                   "--holdout", "bert-tiny,gpt-block,mlp-mixer,vit-tiny", "--epochs", "1", "--batch-size", "128",
+                   "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_net(tmp_path_factory):
+    path = tmp_path_factory.mktemp("net") / "tiny_net.py"
+    path.write_text(TINY_NET)
+    return path
+
+
+def _tune_args(net: Path, ckpt: Path, out: Path, trials: int = 8) -> list[str]:
+    return ["tune", "--network", f"{net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
+            "--cost-model", str(ckpt), "--trials", str(trials), "--trials-per-round", "4", "--population", "32",
+            "--repeats", "5", "--out", str(out)]
+
+
+def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoint, tiny_net, tmp_path):
+    from tcl.database import load_records
+
+    out = tmp_path / "run"
+    args = _tune_args(tiny_net, checkpoint, out)
+    proc = subprocess.Popen([sys.executable, "-m", "tcl.cli.main", *args], env=tcl_env(OPENBLAS_NUM_THREADS="1"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    records = out / "database_tuning_record.json"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if records.exists() and records.read_text().count("\n") >= 4:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()[1]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "run the same command again to resume" in err and "Traceback" not in err
+    first = load_records(out)
+    assert first.profile == "x86-avx2"
+    (task, programs), = list(first)
+    assert 4 <= len(programs) < 8 and all(p.ok for p in programs)
+
+    proc = run_tcl(*args, "--json", env=tcl_env(OPENBLAS_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"{8 - len(programs)} of 8 trials left ({len(programs)} already in" in proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["measured_trials"] == 8 and result["tasks"] == 1
+    assert result["max_rel_error"] < 1e-3 and result["output_check"].startswith("allclose")
+    assert result["latency_s"] > 0 and result["torch_latency_s"] > 0 and result["estimate_s"] > 0
+    points = result["curve"]["points"]
+    assert [p["trials"] for p in points] == sorted(p["trials"] for p in points) and points[-1]["trials"] == 8
+    assert all(b["estimate_s"] <= a["estimate_s"] for a, b in zip(points, points[1:]))
+    assert (out / "tune_curve.png").stat().st_size > 1000
+    final = load_records(out).programs[task.key]
+    assert len(final) == 8 and [p.trace for p in final[:len(programs)]] == [p.trace for p in programs]
+    assert min(p.latency for p in final) == pytest.approx(result["estimate_s"])
+
+
+def _candidates(n: int = 48):
+    import tvm.s_tir.meta_schedule as ms
+
+    from tcl.pools import generate_pool, tune_context
+
+    target = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
+    context = tune_context(matmul_module(64), target)
+    args = ms.arg_info.ArgInfo.from_prim_func(context.mod["main"])
+    return context, [ms.MeasureCandidate(s, args) for s in generate_pool(context.mod, target, n)]
+
+
+def test_bridge_predicts_in_the_models_order(checkpoint):
+    from tcl.bridge import BridgeCostModel
+    from tcl.evaluation import load_checkpoint
+    from tcl.pools import make_task, trace_to_json
+    from tcl.programs import Program
+
+    context, cands = _candidates()
+    model = load_checkpoint(checkpoint, verbose=False, threads=1)
+    bridge = BridgeCostModel(model)
+    scores = bridge.predict(context, cands)
+    assert scores.dtype == np.float64 and scores.shape == (len(cands),)
+    assert np.all((scores > 0) & (scores < 1))
+    task = make_task(context.mod)
+    direct = model.predict(task, [Program(task_key=task.key, trace=trace_to_json(c.sch.trace)) for c in cands])
+    assert np.array_equal(np.argsort(scores, kind="stable"), np.argsort(direct, kind="stable"))
+    again = bridge.predict(context, cands[:5])  # the same scale on later calls: comparable across calls
+    assert np.allclose(again, scores[:5])
+    assert bridge.state.predict(context, []).shape == (0,)
+
+
+def test_bridge_online_update_fine_tunes_from_the_checkpoint(checkpoint):
+    from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+    from tcl.bridge import BridgeState
+    from tcl.evaluation import load_checkpoint
+
+    context, cands = _candidates(16)
+    state = BridgeState(load_checkpoint(checkpoint, verbose=False, threads=1), online=True, epochs=2)
+    before = state.predict(context, cands)
+    secs = [[1e-4 * (1 + i)] for i in range(len(cands))]  # a made-up but consistent order to learn
+    state.update(context, cands, [RunnerResult(s, None) for s in secs])
+    after = state.predict(context, cands)
+    assert state.stats["updates"] == 1 and not np.allclose(before, after)
+
+
+def test_online_needs_a_torch_model():
+    from tcl import discovery
+    from tcl.bridge import BridgeState
+    from tcl.errors import TclError
+
+    with pytest.raises(TclError, match="cannot be fine-tuned online"):
+        BridgeState(discovery.registry().create("cost_models", "xgb"), online=True)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--network", "no-such-net", "--profile", "x86-avx2", "--cost-model", "xgb"], "unknown network 'no-such-net'"),
+    (["--network", "resnet-18", "--profile", "no-such-profile", "--cost-model", "xgb"], "unknown profile"),
+    (["--network", "resnet-18", "--profile", "x86-avx2", "--cost-model", "gpt"], "cost model 'gpt'"),
+    (["--network", "resnet-18", "--profile", "x86-avx2", "--cost-model", "mamba"], "no pretrained checkpoint"),
+    (["--network", "missing.py:Net", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
+     "no such file"),
+    (["--network", "NET:1bad", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
+     "expected path/file.py:ClassName"),
+    (["--network", "NET:Missing", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
+     "defines no Missing"),
+    (["--network", "NET:TinyMLP", "--profile", "x86-avx2", "--cost-model", "xgb"], "needs --input-shape"),
+    (["--network", "NET:TinyMLP", "--input-shape", "1,x", "--profile", "x86-avx2", "--cost-model", "xgb"],
+     "--input-shape '1,x'"),
+    (["--network", "resnet-18", "--profile", "x86-avx2"], "exactly one of --cost-model and --compare"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message, tiny_net, tmp_path, capsys):
+    from tcl.cli.main import main  # in-process: the same code path as the command, one import of TVM
+
+    args = [a.replace("NET", str(tiny_net)) for a in args]
+    assert main(["tune", *args, "--trials", "8", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcl: error: ") and message in lines[0], err
+    assert not (tmp_path / "out" / "database_tuning_record.json").exists()
