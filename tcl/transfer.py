@@ -218,13 +218,13 @@ def adapt(*, profile: Any, teacher: Path, pool_dir: Path, out: Path, work_dir: P
     from tcl.pools import is_pool, load_pool, save_pool
     from tcl.training import clean_records
 
-    _strategy(strategy, True, options)  # fail before measuring
-    teacher_model = load_checkpoint(teacher, threads=threads)
-    _strategy(strategy, True, options, teacher_model)
     work_dir = Path(work_dir)
     pool_copy = work_dir / ADAPT_POOL
-    if not is_pool(pool_copy):  # collect notes the networks it measured in the pool: never in the shared one
-        save_pool(pool_copy, load_pool(pool_dir))
+    source = None if is_pool(pool_copy) else load_pool(pool_dir)
+    teacher_model = load_checkpoint(teacher, threads=threads)
+    _strategy(strategy, True, options, teacher_model)  # refuse bad options or teacher before measuring
+    if source is not None:  # collect notes the networks it measured in the pool: never in the shared one
+        save_pool(pool_copy, source)
     pool = load_pool(pool_copy)
     if not len(pool):
         raise TclError(f"{pool_dir}: the candidate pool is empty")
