@@ -366,9 +366,10 @@ def pack_dir(src: str | os.PathLike, dst: str | os.PathLike, *, packed: bool) ->
             out_name = base + PACKED_SUFFIX if packed and base in PACKABLE_FILES else base
             target = out_dir / out_name
             tmp = target.with_name(target.name + ".tmp")
-            with open_stored(Path(dirpath) / base) as fin:
-                opener = gzip.open if out_name.endswith(PACKED_SUFFIX) else open
-                with opener(tmp, "wb") as fout:
+            with open_stored(Path(dirpath) / base) as fin, open(tmp, "wb") as raw:
+                # no name or time in the gzip header: the same records pack to the same bytes
+                fout = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if out_name.endswith(PACKED_SUFFIX) else raw
+                with fout:
                     shutil.copyfileobj(fin, fout, 1 << 20)
             os.replace(tmp, target)
             written.append(target)

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Trains the shipped checkpoints (plugins/pretrained/<profile>/<model>/, see its README) on the
+# bundled dataset, one per CPU profile and model, with bert-tiny held out for evaluation.
+# Usage: data/train_pretrained.sh [EPOCHS]   (default 50; each run prints its held-out figures)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EPOCHS=${1:-50}
+OUT=plugins/pretrained
+mkdir -p runs
+for profile in x86-avx2 x86-avx512 x86-generic; do
+  for model in mlp tlp mamba; do
+    rm -rf "$OUT/$profile/$model.new"
+    OMP_NUM_THREADS=1 .venv/bin/tcl train --model "$model" --data "data/bundled/$profile" \
+      --holdout bert-tiny --epochs "$EPOCHS" --out "$OUT/$profile/$model.new" \
+      2>&1 | tee "runs/pretrained-$profile-$model.log" | grep -v "^\[$model\] epoch"
+    rm -rf "$OUT/$profile/$model" && mv "$OUT/$profile/$model.new" "$OUT/$profile/$model"
+  done
+done
