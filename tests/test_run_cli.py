@@ -70,7 +70,44 @@ def test_models_smoke_config_runs(tmp_path):
     assert (out / "results.png").is_file() and (out / "config.resolved.json").is_file()
 
 
+TRANSFER = """
+[experiment]
+kind = "transfer"
+data = "DATA"
+profiles = ["x86-avx2", "x86-generic"]
+held_out = ["bert-tiny"]
+
+[transfer]
+strategies = STRATEGIES
+model = "tlp"
+base_epochs = 1
+budget = 0.05
+
+[transfer.options.continual-kd]
+epochs = 1
+
+[transfer.options.scratch]
+epochs = 1
+"""
+
+
+def test_transfer_config_runs_the_sequence(tmp_path):
+    config = write_config(tmp_path, TRANSFER.replace("STRATEGIES", '["continual-kd", "scratch"]'))
+    out = tmp_path / "out"
+    proc = run_tcl("run", str(config), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [(r["strategy"], r["profile"]) for r in rows] == [
+        ("base", "x86-avx2"), ("continual-kd", "x86-generic"), ("base", "x86-avx2"), ("scratch", "x86-generic")]
+    assert all(0 < r["top1"] <= 1 for r in rows) and 0 < rows[1]["earlier_top1"] <= 1
+    assert json.loads((out / "config.resolved.json").read_text())["plugins"]["transfer_strategies"] == {
+        "continual-kd": "tcl", "scratch": "tcl"}
+
+
 @pytest.mark.parametrize("text, message", [
+    (TRANSFER.replace("STRATEGIES", '["kd"]'), "unknown transfer strategy 'kd'; choices: continual-kd, fine-tune"),
+    ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nnetwork = \"resnet-19\"\n",
+     "unknown network 'resnet-19'; choices: "),
     (SAMPLING.replace("SAMPLERS", '["rdu", "rdx"]'),
      "unknown sampler 'rdx'; choices: all, random, rdu, rdu-d, rdu-r, rdu-u"),
     (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('name = "tlp"', 'name = "gpt"'),

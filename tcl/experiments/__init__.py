@@ -96,6 +96,7 @@ def prepare(config_path: Path, registry: Any) -> tuple[Any, dict[str, Any]]:
             raise TclError(f"[experiment] unknown kind '{kind}'; kinds: {', '.join(kinds())}")
         module = importlib.import_module(f"{__name__}.{kind}")
         apply_schema(cfg, module.SCHEMA, config_path.resolve().parent)
+        cfg["experiment"]["config_file"] = str(config_path.resolve())
         module.validate(cfg, registry)
     except TclError as exc:
         raise TclError(f"{config_path}: {exc}") from None
@@ -109,7 +110,6 @@ def run_config(config_path: Path, out_dir: Path, *, registry: Any,
 
     module, cfg = prepare(config_path, registry)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cfg["experiment"]["config_file"] = str(config_path.resolve())
     write_atomic(out_dir / "config.resolved.json", json.dumps(cfg, indent=2) + "\n")
     results = module.run(cfg, out_dir, registry=registry, progress=progress)
     results.setdefault("kind", cfg["experiment"]["kind"])

@@ -17,11 +17,15 @@ EXPERIMENT = {
     "kind": ("str", REQUIRED),
     "name": ("str", ""),
     "description": ("str", ""),
-    "data": ("path", REQUIRED),
     "profiles": ("list[str]", REQUIRED),
-    "held_out": ("list[str]", REQUIRED),
     "seeds": ("list[int]", [0]),
     "threads": ("int", 1),  # torch threads: 1 is fastest on a shared 2-core box
+}
+# kinds that train on records: where they are and which networks are kept out
+RECORDS = {
+    **EXPERIMENT,
+    "data": ("path", REQUIRED),
+    "held_out": ("list[str]", REQUIRED),
     "feature_cache": ("path", None),  # None: tcl's default feature cache
 }
 
@@ -89,13 +93,15 @@ def fit_score(registry: Any, name: str, options: Mapping[str, Any], train: Progr
     return {**{k: float(result[k]) for k in METRICS}, "fit_s": fit_s}
 
 
-def summarize(runs: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    """Mean of each metric over seeds, and its sample std (0 for one seed)."""
+def summarize(runs: Sequence[Mapping[str, float]], metrics: Sequence[str] = METRICS,
+              extra: Sequence[str] = ("fit_s",)) -> dict[str, float]:
+    """Mean over seeds of each of ``metrics`` with its sample std (0 for one seed), and the
+    mean of each of ``extra``."""
     out: dict[str, float] = {}
-    for key in (*METRICS, "fit_s"):
+    for key in (*metrics, *extra):
         values = np.array([r[key] for r in runs], dtype=np.float64)
         out[key] = float(values.mean())
-        if key != "fit_s":
+        if key in metrics:
             out[f"{key}_std"] = float(values.std(ddof=1)) if values.size > 1 else 0.0
     out["seeds"] = len(runs)
     return out

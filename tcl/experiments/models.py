@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tcl.errors import TclError
-from tcl.experiments._common import EXPERIMENT, check_data, check_model, fit_score, model_options, split, summarize
+from tcl.experiments._common import RECORDS, check_data, check_model, fit_score, model_options, split, summarize
 
 SCHEMA = {
-    "experiment": EXPERIMENT,
+    "experiment": RECORDS,
     # options: one table per model name, e.g. [models.options.mamba] epochs = 10
     "models": {"names": ("list[str]", ["mamba", "tlp", "mlp", "xgb"]), "options": ("table", {})},
 }

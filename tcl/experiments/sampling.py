@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tcl.experiments import plugin
-from tcl.experiments._common import EXPERIMENT, check_data, check_model, fit_score, model_options, split, summarize
+from tcl.experiments._common import RECORDS, check_data, check_model, fit_score, model_options, split, summarize
 
 SCHEMA = {
-    "experiment": EXPERIMENT,
+    "experiment": RECORDS,
     "model": {"name": ("str", "mamba"), "options": ("table", {})},
     "sampling": {
         "budget": ("number", 0.1),
