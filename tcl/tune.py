@@ -51,7 +51,8 @@ def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: i
     (built without arguments, fed ``torch.randn(input_shape)``)."""
     from tcl.interfaces import NetworkDefinition
 
-    if ":" not in spec or not spec.split(":", 1)[0].endswith(".py"):
+    path_text, _, cls_name = spec.rpartition(":")
+    if not path_text.endswith(".py"):
         if input_shape is not None:
             raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
         from tcl import discovery
@@ -59,7 +60,6 @@ def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: i
         return spec, discovery.registry().get("networks", spec).factory(seed=seed)
     import torch
 
-    path_text, _, cls_name = spec.rpartition(":")
     path = Path(path_text)
     if not cls_name.isidentifier():
         raise TclError(f"network {spec!r}: expected path/file.py:ClassName")
@@ -185,14 +185,15 @@ class Curve:
         self.trials += len(run_secs)
         self.rounds += 1
         point = {"round": self.rounds, "trials": self.trials, "seconds": round(self.seconds(), 3),
-                 "task": self.names[task_id], "task_best_s": self.best[task_id], "estimate_s": self.estimate()}
+                 "task": self.names[task_id], "task_best_s": _finite(self.best[task_id]),
+                 "estimate_s": self.estimate()}
         self.points.append(point)
         self.save()
         return point
 
     def as_dict(self) -> dict[str, Any]:
         return {"method": self.method, "points": self.points,
-                "tasks": [{"key": k, "name": n, "weight": w, "best_s": b if math.isfinite(b) else None}
+                "tasks": [{"key": k, "name": n, "weight": w, "best_s": _finite(b)}
                           for k, n, w, b in zip(self.keys, self.names, self.weights, self.best)]}
 
     def save(self) -> None:
@@ -224,6 +225,10 @@ def _deferred_interrupt(report: Callable[[str], None]) -> Iterator[threading.Eve
         signal.signal(signal.SIGINT, previous)
 
 
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
 def _progress_callback(curve: Curve, network: str, report: Callable[[str], None], interrupted: threading.Event) -> Any:
     """A MetaSchedule measure callback feeding :class:`Curve` and the ``tcl_on_tuning_round_end``
     hook. It runs before MetaSchedule's own callbacks, so raising here on Ctrl-C keeps the
@@ -245,8 +250,10 @@ def _progress_callback(curve: Curve, network: str, report: Callable[[str], None]
             point = curve.add_batch(int(task_id), secs)
             failed = sum(s is None for s in secs)
             est = point["estimate_s"]
+            best = point["task_best_s"]
             report(f"round {point['round']}: {point['trials']} trials, {point['seconds']:.0f}s, task "
-                   f"{point['task']} best {point['task_best_s'] * 1e3:.4f} ms ({failed} failed), estimate "
+                   f"{point['task']} best " + (f"{best * 1e3:.4f} ms" if best is not None else "none") +
+                   f" ({failed} failed), estimate "
                    + (f"{est * 1e3:.4f} ms" if est is not None else "pending (tasks not yet measured)"))
             if est is not None:
                 hook.tcl_on_tuning_round_end(network=network, round_index=point["round"], trials=point["trials"],
@@ -381,7 +388,7 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
         if remaining:
             _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining, backend, method, curve,
                         name, report)
-        tuning_s = curve.seconds()
+        tuning_s = curve.seconds() if remaining else curve.time_offset
         curve.save()
         report(f"tuned in {tuning_s:.0f}s; compiling {name} with the best schedules")
     finally:
@@ -420,7 +427,7 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
 
     mod = prepare_for_tuning(import_network(definition), target)
     start = time.perf_counter()
-    executable = ms.relax_integration.compile_relax(ms.database.JSONDatabase(work_dir=str(db_dir)), mod, target, None)
+    executable = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)))
     compile_s = time.perf_counter() - start
     with torch.no_grad(), torch_threads(threads):  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
@@ -445,6 +452,30 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
     latency = float(np.median(timer(*inputs).results))
     return {"latency_s": latency, "torch_latency_s": torch_latency, "compile_s": compile_s,
             "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
+
+
+def _compile_with_database(mod: Any, target: Any, database: Any) -> Any:
+    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, then TVM's
+    lowering, via ``tvm.compile``. Not ``ms.relax_integration.compile_relax``: it runs
+    LegalizeOps/FuseOps/FuseTIR again, which on our already fused module re-fuses the
+    functions (measured on bert-tiny: none of the 8 tuned matmul/norm tasks was then found
+    in the database, and the network ran ~50x slower than the sum of its tuned kernels)."""
+    import tvm
+    from tvm import relax
+
+    T = relax.transform
+    # after applying the database: what compile_relax runs after fusion on CPU targets (TVM 0.27 has no CPU entry in
+    # relax.pipeline.dataflow_lower_passes / finalize_passes)
+    passes = [T.RewriteDataflowReshape(), T.ToNonDataflow(), T.RemovePurityChecking(),
+              T.CallTIRRewrite(), T.StaticPlanBlockMemory(), T.LowerAllocTensor(), T.KillAfterLastUse(),
+              T.LowerRuntimeBuiltin(), T.ComputePrimValue(), T.VMShapeLower(), T.AttachGlobalSymbol()]
+
+    @tvm.transform.module_pass(opt_level=3)
+    def pipeline(mod: Any, _ctx: Any) -> Any:
+        return tvm.transform.Sequential([T.MetaScheduleApplyDatabase(), *passes])(mod)
+
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        return tvm.compile(mod, target=target, relax_pipeline=pipeline)
 
 
 def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:
