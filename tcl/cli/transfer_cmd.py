@@ -14,10 +14,11 @@ DEFAULT_TEACHER = ("x86-avx2", "mamba")  # plugins/pretrained/<profile>/<model>
 
 
 def _strategy_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lam", type=float, default=None, help="continual-kd: weight of the distillation term")
-    parser.add_argument("--tau", type=float, default=None, help="continual-kd: softmax temperature")
+    parser.add_argument("--lam", type=float, default=None, help="continual-kd: weight of the distillation term (default 2)")
+    parser.add_argument("--tau", type=float, default=None, help="continual-kd: softmax temperature (default 4)")
     parser.add_argument("--distill-on", choices=("labelled", "pool"), default=None,
-                        help="continual-kd: distil on the labelled sample only, or also on unlabelled pool programs")
+                        help="continual-kd: distil on the labelled sample only (default), or also on unlabelled "
+                             "pool programs")
     parser.add_argument("--epochs", type=int, default=None, help="training epochs (default: the teacher's)")
     parser.add_argument("--model", default=None, help="cost model family: a teacher of another is refused; scratch without a teacher builds it "
                              "(default mamba)")
