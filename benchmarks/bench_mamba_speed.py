@@ -1,29 +1,26 @@
-"""CPU speed of the Mamba cost model against TLP-style attention and an LSTM, side by side.
+"""CPU speed of TCL's Mamba cost model against TLP's attention model, side by side.
 
-Every model is TLP's encoder (Linear+ReLU up to d_model), ``--layers`` sequence-mixing blocks,
-TLP's two residual Linear(d_model)+ReLU blocks and a Linear(d_model, 1) decoder summed over the
-steps; only the mixing block differs:
+The models are the shipped ones, ``plugins.cost_models.MambaNet`` and ``TLPNet`` (width 256, as
+TLP), at equal depth, one sequence-mixing block each:
 
-* ``mamba``: x + Mamba(RMSNorm(x)) with tcl.mamba's scan;
-* ``mamba_loop``: the same block with a plain loop-over-time autograd scan;
-* ``attention``: x + MultiheadAttention(x, 8 heads) (TLP);
-* ``lstm``: x + LSTM(x).
+* ``tlp``: TLPNet, one 8-head self-attention layer;
+* ``mamba``: MambaNet(layers=1, expand=1);
+* ``mamba_expand2``: MambaNet(layers=1, expand=2), mamba-ssm's default width of the block.
 
 Measured in one process, interleaved round by round so that load from other jobs on the machine
-hits every model alike: a training step (forward, backward, grad clip 0.5, Adam) and inference
-(forward under ``torch.inference_mode``), both at ``--batch``; medians over all timed steps.
-``+compile`` models report their first (compiling) train step and inference call apart.
-Peak memory is the peak resident set during three steps minus the resident set before them, in
-a fresh subprocess per model and phase: torch's CPU allocator is invisible to tracemalloc, and
-the kernel's high-water mark counts what the process really touched (Linux only). After timing,
-the fast and the loop scan run on the same weights and inputs, and the largest relative
-difference of their outputs and gradients is reported.
+hits every model alike, at ``--batch`` (512: what MetaSchedule's search predicts at): a training
+step (train mode, forward, backward, grad clip 0.5, Adam) and prediction (eval mode under
+``torch.no_grad``, as ``tcl.training.predict_groups`` runs it). Each step is timed by the wall
+clock and by the CPU time of the thread; with one torch thread (``--threads``, default 1) the
+CPU time leaves out the time other jobs hold the core, so it is the steadier of the two on a
+shared machine. Medians over all timed steps; ratios are mamba's over tlp's.
 
-Two settings of the environment mattered more than any model change, for every model:
-``OMP_WAIT_POLICY=PASSIVE`` (with other jobs on the two cores, OpenMP's spinning threads made a
-two-thread scan take 3.5 s instead of 0.5 s with one thread) and ``THP_MEM_ALLOC_ENABLE=1``
-(torch then backs big tensors with huge pages: a fresh 26 MB tensor cost 6400 page faults, and
-an elementwise op writing one took 42 ms instead of 12). The JSON records them and the load.
+Peak memory is the peak resident set during three steps minus the resident set before them, in
+a fresh subprocess per model and phase, with glibc returning freed blocks at once (see
+``peak_memory_mib``): torch's CPU allocator is invisible to tracemalloc, and the kernel's
+high-water mark counts what the process really touched (Linux only).
+
+Correctness of the scan against a loop-over-time reference is tests/test_mamba.py's job.
 
 Prints one JSON line. ``python benchmarks/bench_mamba_speed.py --help`` for the options.
 """
@@ -37,133 +34,69 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
 
-from tcl.mamba import Mamba, RMSNorm
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from plugins.cost_models import MambaNet, TLPNet  # noqa: E402
 
-MODELS = ("mamba", "mamba_loop", "attention", "lstm")
-# Environment that changed these timings several-fold on the shared 2-core VM (see the docstring).
+MODELS = {
+    "tlp": lambda f: TLPNet(f),
+    "mamba": lambda f: MambaNet(f, layers=1, expand=1),
+    "mamba_expand2": lambda f: MambaNet(f, layers=1, expand=2),
+}
+# Environment that changed timings several-fold on the shared 2-core VM (OpenMP spin-waiting
+# threads; torch backing big tensors with huge pages); recorded in the JSON.
 ENV_KNOBS = ("OMP_WAIT_POLICY", "THP_MEM_ALLOC_ENABLE", "OMP_NUM_THREADS")
-
-
-def loop_scan(u, delta, A, B, C):
-    """The plain scan: h_t = exp(delta_t A) h_{t-1} + delta_t u_t B_t, one autograd step per t."""
-    h = u.new_zeros(u.shape[1], u.shape[2], A.shape[1])
-    ys = []
-    for t in range(u.shape[0]):
-        h = torch.exp(delta[t].unsqueeze(-1) * A) * h + (delta[t] * u[t]).unsqueeze(-1) * B[t].unsqueeze(1)
-        ys.append(torch.bmm(h, C[t].unsqueeze(-1)).squeeze(-1))
-    return torch.stack(ys)
-
-
-class LoopMamba(Mamba):
-    scan = staticmethod(loop_scan)
-
-
-class MambaMixer(nn.Module):
-    def __init__(self, d: int, block=Mamba):
-        super().__init__()
-        self.norm, self.mamba = RMSNorm(d), block(d)
-
-    def forward(self, x):
-        return x + self.mamba(self.norm(x))
-
-
-class AttentionMixer(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.attention = nn.MultiheadAttention(d, 8, batch_first=True)
-
-    def forward(self, x):
-        return x + self.attention(x, x, x, need_weights=False)[0]
-
-
-class LSTMMixer(nn.Module):
-    def __init__(self, d: int):
-        super().__init__()
-        self.lstm = nn.LSTM(d, d, batch_first=True)
-
-    def forward(self, x):
-        return x + self.lstm(x)[0]
-
-
-class CostModel(nn.Module):
-    def __init__(self, kind: str, features: int, d: int, layers: int):
-        super().__init__()
-        widths = [features, min(64, d), min(128, d), d, d]
-        enc = []
-        for a, b in zip(widths, widths[1:]):
-            enc += [nn.Linear(a, b), nn.ReLU()]
-        self.encoder = nn.Sequential(*enc)
-        mixer = {"mamba": MambaMixer, "mamba_loop": lambda d: MambaMixer(d, LoopMamba),
-                 "attention": AttentionMixer, "lstm": LSTMMixer}[kind]
-        self.mixers = nn.Sequential(*[mixer(d) for _ in range(layers)])
-        self.residual = nn.ModuleList(nn.Linear(d, d) for _ in range(2))
-        self.decoder = nn.Linear(d, 1)
-
-    def forward(self, x):
-        x = self.mixers(self.encoder(x))
-        for lin in self.residual:
-            x = x + torch.relu(lin(x))
-        return self.decoder(x).sum(dim=(1, 2))
+MMAP_THRESHOLD = 64 * 1024  # bytes; glibc's MALLOC_MMAP_THRESHOLD_ for the memory probes
 
 
 class Runner:
-    """One model (``kind``, or ``kind+compile`` for torch.compile of it), its optimiser, a batch."""
+    """One model, its optimiser and a fixed random batch."""
 
-    def __init__(self, kind: str, d_model: int, args, seed: int = 0):
+    def __init__(self, kind: str, args, seed: int = 0):
         torch.manual_seed(seed)
-        base, _, compiled = kind.partition("+")
-        self.model = CostModel(base, args.features, d_model, args.layers)
+        self.model = MODELS[kind](args.features)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=7e-4, weight_decay=1e-6)
-        if compiled:
-            self.model = torch.compile(self.model)
         g = torch.Generator().manual_seed(1)
         self.x = torch.randn(args.batch, args.seq_len, args.features, generator=g)
         self.y = torch.randn(args.batch, generator=g)
 
     def train_step(self):
+        self.model.train()
         self.opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.mse_loss(self.model(self.x), self.y)
+        loss = nn.functional.mse_loss(self.model(self.x), self.y)
         loss.backward()
         nn.utils.clip_grad_norm_(self.model.parameters(), 0.5)
         self.opt.step()
 
-    def infer(self):
-        with torch.inference_mode():
+    def predict(self):
+        self.model.eval()
+        with torch.no_grad():
             self.model(self.x)
 
 
-def timed(fn) -> float:
-    t = time.perf_counter()
+def timed(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this thread) of one call."""
+    wall, cpu = time.perf_counter(), time.thread_time()
     fn()
-    return time.perf_counter() - t
+    return time.perf_counter() - wall, time.thread_time() - cpu
 
 
-def check_scans(d_model: int, args) -> float:
-    """Max relative difference between the fast and the loop scan: outputs and gradients."""
-    fast, loop = Runner("mamba", d_model, args), Runner("mamba_loop", d_model, args)
-    loop.model.load_state_dict(fast.model.state_dict())
-    worst = 0.0
-    out = [r.model(r.x) for r in (fast, loop)]
-    for o in out:
-        o.sum().backward()
-    pairs = [(out[0], out[1])] + [(p.grad, q.grad) for p, q in zip(fast.model.parameters(), loop.model.parameters())]
-    for a, b in pairs:
-        worst = max(worst, ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item())
-    return worst
-
-
-def peak_memory_mib(kind: str, d_model: int, phase: str) -> float:
+def peak_memory_mib(kind: str, phase: str) -> float:
     """Peak resident memory above the resident set before three steps of one model, MiB.
 
     Run in a fresh process of this script. The kernel's high-water mark (VmHWM) is reset first
     (``clear_refs`` 5), so the peak of importing torch and building the model does not count.
+    glibc's malloc is told to map every block of 64 KiB or more on its own, so that a freed
+    tensor leaves the resident set at once: with its adaptive default the same probe read
+    384-447 MiB from run to run, with this 211.5 +- 0.1.
     """
-    cmd = [sys.executable, __file__, *sys.argv[1:], "--probe", f"{kind}:{d_model}:{phase}"]
-    return float(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()[-1])
+    cmd = [sys.executable, __file__, *sys.argv[1:], "--probe", f"{kind}:{phase}"]
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
+    return float(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout.split()[-1])
 
 
 def _status_kib(field: str) -> int:
@@ -172,9 +105,9 @@ def _status_kib(field: str) -> int:
 
 
 def probe(args) -> None:
-    kind, d_model, phase = args.probe.split(":")
-    r = Runner(kind, int(d_model), args)
-    fn = r.train_step if phase == "train" else r.infer
+    kind, phase = args.probe.split(":")
+    r = Runner(kind, args)
+    fn = r.train_step if phase == "train" else r.predict
     before = _status_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
@@ -183,78 +116,70 @@ def probe(args) -> None:
     print((_status_kib("VmHWM") - before) / 1024)
 
 
-def measure(kinds, d_model: int, args):
-    """Medians (and peak memory) of every model at one width, and Mamba's ratios to the others."""
-    runners = {k: Runner(k, d_model, args) for k in kinds}
-    warmup = {k: (timed(r.train_step), timed(r.infer)) for k, r in runners.items()}  # compiles, if asked
-    train = {k: [] for k in kinds}
-    infer = {k: [] for k in kinds}
+def measure(kinds, args):
+    """Per model: median train step and prediction (wall and CPU), throughput, params, memory."""
+    runners = {k: Runner(k, args) for k in kinds}
+    for r in runners.values():  # warm-up: first-call allocations
+        r.train_step()
+        r.predict()
+    times = {k: {"train": [], "predict": []} for k in kinds}
     for _ in range(args.rounds):
         for k, r in runners.items():
-            train[k] += [timed(r.train_step) for _ in range(args.steps)]
-            infer[k] += [timed(r.infer) for _ in range(args.steps)]
-    params = {k: sum(p.numel() for p in r.model.parameters()) for k, r in runners.items()}
-    del runners
+            times[k]["train"] += [timed(r.train_step) for _ in range(args.steps)]
+            times[k]["predict"] += [timed(r.predict) for _ in range(args.steps)]
     res = {}
-    for k in kinds:
-        res[k] = {
-            "train_step_ms": round(1e3 * statistics.median(train[k]), 1),
-            "infer_programs_per_s": round(args.batch / statistics.median(infer[k])),
-            "params": params[k],
-        }
-        if k.endswith("+compile"):
-            res[k]["compile_train_s"], res[k]["compile_infer_s"] = (round(t, 1) for t in warmup[k])
-        elif not args.no_memory:
-            res[k]["peak_train_mib"] = round(peak_memory_mib(k, d_model, "train"), 1)
-            res[k]["peak_infer_mib"] = round(peak_memory_mib(k, d_model, "infer"), 1)
+    for k, r in runners.items():
+        row = {"params": sum(p.numel() for p in r.model.parameters())}
+        for phase, samples in times[k].items():
+            wall = statistics.median(s[0] for s in samples)
+            cpu = statistics.median(s[1] for s in samples)
+            if phase == "train":
+                row["train_step_ms"], row["train_step_cpu_ms"] = round(1e3 * wall, 1), round(1e3 * cpu, 1)
+            else:
+                row["predict_programs_per_s"] = round(args.batch / wall)
+                row["predict_cpu_programs_per_s"] = round(args.batch / cpu)
+        if not args.no_memory:
+            row["peak_train_mib"] = round(peak_memory_mib(k, "train"), 1)
+            row["peak_predict_mib"] = round(peak_memory_mib(k, "predict"), 1)
+        res[k] = row
     ratios = {}
-    pairs = [("mamba", k) for k in kinds if "+" not in k and k != "mamba"] + [("mamba+compile", "attention+compile")]
-    for ours, other in pairs:
-        if ours in res and other in res:
-            a, b = res[ours], res[other]
-            ratios[f"{ours}_train_vs_{other}"] = round(a["train_step_ms"] / b["train_step_ms"], 3)
-            ratios[f"{ours}_infer_vs_{other}"] = round(a["infer_programs_per_s"] / b["infer_programs_per_s"], 3)
+    if "tlp" in res:
+        for k in res:
+            if k == "tlp":
+                continue
+            ratios[k] = {m: round(res[k][m] / res["tlp"][m], 3) for m in res[k] if m != "params"}
     return res, ratios
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--d-model", default="256,64", help="comma-separated widths, each measured in turn")
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--seq-len", type=int, default=25)
     p.add_argument("--features", type=int, default=22)
-    p.add_argument("--layers", type=int, default=1)
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
-    p.add_argument("--steps", type=int, default=3, help="timed steps per model per round")
-    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
-    p.add_argument("--models", default=",".join(MODELS),
-                   help=f"from {', '.join(MODELS)}; append +compile for torch.compile of a model")
+    p.add_argument("--steps", type=int, default=2, help="timed steps per model, phase and round")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads, the same for every model")
+    p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
-    p.add_argument("--probe", help=argparse.SUPPRESS)  # KIND:D_MODEL:PHASE, run by peak_memory_mib
+    p.add_argument("--probe", help=argparse.SUPPRESS)  # KIND:PHASE, run by peak_memory_mib
     return p.parse_args(argv)
 
 
 def main():
     args = parse_args()
     load0 = round(os.getloadavg()[0], 2)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     if args.probe:
         return probe(args)
-    kinds = args.models.split(",")
-    results, ratios, rel_diff = {}, {}, {}
-    for d_model in map(int, args.d_model.split(",")):
-        results[d_model], ratios[d_model] = measure(kinds, d_model, args)
-        if {"mamba", "mamba_loop"} <= set(kinds):
-            rel_diff[d_model] = check_scans(d_model, args)
+    results, ratios = measure(args.models.split(","), args)
     print(json.dumps({
-        "config": {"batch": args.batch, "seq_len": args.seq_len, "layers": args.layers,
-                   "threads": torch.get_num_threads(), "torch": torch.__version__,
+        "config": {"batch": args.batch, "seq_len": args.seq_len, "features": args.features, "d_model": 256,
+                   "mixing_blocks": 1, "threads": torch.get_num_threads(), "torch": torch.__version__,
                    "timed_steps": args.rounds * args.steps,
                    "env": {k: os.environ.get(k, "") for k in ENV_KNOBS},
                    "load_avg_1min_start_end": [load0, round(os.getloadavg()[0], 2)]},
-        "fast_vs_loop_scan_max_rel_diff": rel_diff,
-        "results": results, "ratios": ratios,
+        "results": results,
+        "ratios_vs_tlp": ratios,
     }))
 
 

@@ -251,9 +251,13 @@ class MambaResidual(nn.Module):
 
 class MambaNet(_SequenceNet):
     """TCL: TLP's encoder, ``layers`` residual blocks x + Mamba(RMSNorm(x)) (d_state 16,
-    d_conv 4, expand 2, dt_rank ceil(d/16)), decoder Linear(256,1), summed over steps."""
+    d_conv 4, dt_rank ceil(d/16)), decoder Linear(256,1), summed over steps.
 
-    def __init__(self, in_dim: int, layers: int = 2, d_state: int = 16, d_conv: int = 4, expand: int = 2,
+    Defaults one block of expand 1: TLP's depth, and the width at which it trains and predicts
+    about as fast as TLP on a CPU; expand 2 (mamba-ssm's default) trains 1.9x slower, and 1.2x
+    even with a free scan (docs/cost-models.md)."""
+
+    def __init__(self, in_dim: int, layers: int = 1, d_state: int = 16, d_conv: int = 4, expand: int = 1,
                  dropout: float = 0.1):
         super().__init__()
         self.encoder = _step_encoder(in_dim)
@@ -644,7 +648,7 @@ class MambaCostModel(_SequenceCostModel):
     """TCL's Mamba model over trace sequences."""
 
     name = "mamba"
-    arch_defaults = {"layers": 2, "d_state": 16, "d_conv": 4, "expand": 2}
+    arch_defaults = {"layers": 1, "d_state": 16, "d_conv": 4, "expand": 1}  # see MambaNet
 
     def _build(self, in_dim: int) -> nn.Module:
         a = self.arch

@@ -47,7 +47,8 @@ def reference_block(m: Mamba, x):
 
 
 def rel_err(a, b):
-    return ((a - b).abs().max() / b.abs().max()).item()
+    """Largest difference relative to the largest magnitude (0 when both are exactly zero)."""
+    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-11}
@@ -65,12 +66,17 @@ def scan_inputs(batch, d, N, L, dtype, big_delta, seed=0):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("big_delta", [False, True])
-def test_scan_matches_reference_with_gradients(dtype, big_delta, monkeypatch):
-    # A small work buffer makes the batch of 7 run in blocks of 3, 3 and 1.
+@pytest.mark.parametrize("options", [True, False], ids=["D-z-bias-softplus", "bare"])
+def test_scan_matches_reference_with_gradients(dtype, big_delta, options, monkeypatch):
+    # A small work buffer makes the batch of 8 run in blocks of 3, 3 and 2.
     monkeypatch.setattr(mamba, "_BLOCK_NUMEL", 3 * 13 * 16 * 24)
-    inputs = {k: v.requires_grad_() for k, v in scan_inputs(7, 24, 16, 13, dtype, big_delta).items()}
-    ours = selective_scan(**inputs, delta_softplus=True)
-    ref = reference_scan(**inputs, delta_softplus=True)
+    inputs = scan_inputs(8, 24, 16, 13, dtype, big_delta)
+    if not options:  # the op's own paths without skip, gate and softplus; delta must be > 0
+        inputs = {k: inputs[k] for k in ("u", "delta", "A", "B", "C")}
+        inputs["delta"] = F.softplus(inputs["delta"])
+    inputs = {k: v.requires_grad_() for k, v in inputs.items()}
+    ours = selective_scan(**inputs, delta_softplus=options)
+    ref = reference_scan(**inputs, delta_softplus=options)
     assert torch.isfinite(ours).all()
     assert rel_err(ours, ref) < TOL[dtype]
     grad_out = torch.randn_like(ref)
@@ -86,14 +92,18 @@ def test_scan_without_optional_arguments():
     assert rel_err(selective_scan(*args), reference_scan(*args)) < 1e-12
 
 
-def test_scan_ops_are_well_formed_custom_ops():
+@pytest.mark.parametrize("gated", [False, True])
+def test_scan_ops_are_well_formed_custom_ops(gated):
     """Schema, fake (meta) kernels and autograd registration, as torch.compile relies on them."""
     g = torch.Generator().manual_seed(0)
     L, b, d, N = 5, 3, 8, 4
-    args = [torch.randn(L, b, d, generator=g), torch.rand(L, b, d, generator=g), -torch.rand(d, N, generator=g),
+    args = [torch.randn(L, b, d, generator=g), torch.randn(L, b, d, generator=g), -torch.rand(d, N, generator=g),
             torch.randn(L, b, N, generator=g), torch.randn(L, b, N, generator=g)]
-    torch.library.opcheck(mamba._scan, [a.requires_grad_() for a in args])
-    torch.library.opcheck(mamba._scan_backward, [a.detach() for a in args] + [torch.randn(L, b, d, generator=g)])
+    # D, z and softplus present or absent together
+    extra = [torch.randn(d, generator=g), torch.randn(L, b, d, generator=g)] if gated else [None, None]
+    gy = torch.randn(L, b, d, generator=g)
+    torch.library.opcheck(mamba._scan_backward, args + extra + [gated, gy])
+    torch.library.opcheck(mamba._scan, [t.requires_grad_() if t is not None else None for t in args + extra] + [gated])
 
 
 @pytest.mark.slow
@@ -138,8 +148,23 @@ def test_block_matches_mamba_ssm_slow_path(dtype):
 def test_block_on_sequences_shorter_than_the_conv(L):
     torch.manual_seed(0)
     m = Mamba(8).double()
-    x = torch.randn(2, L, 8, dtype=torch.float64)
-    assert rel_err(m(x), reference_block(m, x)) < TOL[torch.float64]
+    x = torch.randn(2, L, 8, dtype=torch.float64, requires_grad=True)
+    ours, ref = m(x), reference_block(m, x)
+    assert rel_err(ours, ref) < TOL[torch.float64]
+    grad_out = torch.randn_like(ref)
+    wrt = [x, *m.parameters()]
+    for a, b in zip(torch.autograd.grad(ours, wrt, grad_out), torch.autograd.grad(ref, wrt, grad_out)):
+        assert rel_err(a, b) < TOL[torch.float64]
+
+
+def test_block_without_autograd_runs_in_chunks_of_the_batch(monkeypatch):
+    monkeypatch.setattr(mamba, "_PREDICT_CHUNK", 2)  # a batch of 5: chunks of 2, 2 and 1
+    torch.manual_seed(0)
+    m = Mamba(16)
+    x = torch.randn(5, 9, 16)
+    with torch.no_grad():
+        ours = m(x)
+    assert rel_err(ours, reference_block(m, x)) < TOL[torch.float32]
 
 
 # mamba_ssm.modules.mamba_simple.Mamba(d_model).state_dict(): keys in order (nn.Module lists a
