@@ -416,7 +416,8 @@ def _leaves(obj: Any) -> list[np.ndarray]:
 
 def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20) -> dict[str, Any]:
     """Compile the network with the best records of ``db_dir``, check it against torch on the
-    example inputs (raises TclError when they differ) and time both (median of ``repeats``)."""
+    example inputs (raises TclError when they differ) and time both (median of ``repeats``;
+    TVM with the profile's threads, torch with whichever of those and one thread is faster)."""
     import torch
     import tvm
     import tvm.s_tir.meta_schedule as ms
@@ -427,11 +428,17 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
 
     mod = prepare_for_tuning(import_network(definition), target)
     start = time.perf_counter()
-    executable = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)))
+    executable, tuned = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)))
     compile_s = time.perf_counter() - start
-    with torch.no_grad(), torch_threads(threads):  # torch first: TVM's pool threads spin after a kernel
+    with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
-        torch_latency = _time_torch(definition.module, definition.example_inputs, repeats)
+        # torch at its best here: with the profile's threads and with one (on a busy machine
+        # OpenMP barriers make two threads many times slower than one)
+        torch_times = {}
+        for n in sorted({1, int(threads)}):
+            with torch_threads(n):
+                torch_times[n] = _time_torch(definition.module, definition.example_inputs, repeats)
+    torch_threads_best = min(torch_times, key=torch_times.get)
     time.sleep(0.5)  # let torch's OpenMP workers go to sleep before TVM runs
     dev = tvm.cpu()
     tvm.get_global_func("runtime.config_threadpool")(1, int(threads))
@@ -450,13 +457,15 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
         worst = max(worst, float(np.abs(g - w).max()) / scale if w.size else 0.0)
     timer = vm.time_evaluator("main", dev, number=5, repeat=repeats, min_repeat_ms=0)
     latency = float(np.median(timer(*inputs).results))
-    return {"latency_s": latency, "torch_latency_s": torch_latency, "compile_s": compile_s,
+    return {"latency_s": latency, "torch_latency_s": torch_times[torch_threads_best],
+            "torch_threads": torch_threads_best, "torch_latency_by_threads_s": torch_times,
+            "compile_s": compile_s, "tuned_functions": tuned,
             "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
 
 
-def _compile_with_database(mod: Any, target: Any, database: Any) -> Any:
+def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, list[str]]:
     """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, then TVM's
-    lowering, via ``tvm.compile``. Not ``ms.relax_integration.compile_relax``: it runs
+    lowering, via ``tvm.compile``; also the names of the functions given a tuned schedule. Not ``ms.relax_integration.compile_relax``: it runs
     LegalizeOps/FuseOps/FuseTIR again, which on our already fused module re-fuses the
     functions (measured on bert-tiny: none of the 8 tuned matmul/norm tasks was then found
     in the database, and the network ran ~50x slower than the sum of its tuned kernels)."""
@@ -470,12 +479,17 @@ def _compile_with_database(mod: Any, target: Any, database: Any) -> Any:
               T.CallTIRRewrite(), T.StaticPlanBlockMemory(), T.LowerAllocTensor(), T.KillAfterLastUse(),
               T.LowerRuntimeBuiltin(), T.ComputePrimValue(), T.VMShapeLower(), T.AttachGlobalSymbol()]
 
+    applied = []
+
     @tvm.transform.module_pass(opt_level=3)
     def pipeline(mod: Any, _ctx: Any) -> Any:
-        return tvm.transform.Sequential([T.MetaScheduleApplyDatabase(), *passes])(mod)
+        mod = T.MetaScheduleApplyDatabase()(mod)
+        applied.extend(gv.name_hint for gv, f in mod.functions.items()
+                       if isinstance(f, tvm.tirx.PrimFunc) and f.attrs and f.attrs.get("tirx.is_scheduled", False))
+        return tvm.transform.Sequential(passes)(mod)
 
     with target, database, tvm.transform.PassContext(opt_level=3):
-        return tvm.compile(mod, target=target, relax_pipeline=pipeline)
+        return tvm.compile(mod, target=target, relax_pipeline=pipeline), sorted(applied)
 
 
 def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:

@@ -83,6 +83,7 @@ def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoi
     assert f"{8 - len(programs)} of 8 trials left ({len(programs)} already in" in proc.stderr
     result = json.loads(proc.stdout)
     assert result["measured_trials"] == 8 and result["tasks"] == 1
+    assert result["tuned_functions"] == [task.name]  # the tuned schedule is the one compiled
     assert result["max_rel_error"] < 1e-3 and result["output_check"].startswith("allclose")
     assert result["latency_s"] > 0 and result["torch_latency_s"] > 0 and result["estimate_s"] > 0
     points = result["curve"]["points"]

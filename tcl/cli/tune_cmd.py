@@ -56,10 +56,15 @@ def run_tune(args: argparse.Namespace) -> int:
         if args.json:
             print_json(summary)
             return 0
-        columns = ["method", "measured_trials", "tuning_s", "estimate_ms", "latency_ms", "torch_ms", "vs_torch",
-                   "time_to_baseline_best_s", "trials_to_baseline_best", "search_speedup", "latency_vs_baseline"]
+        columns = {"method": "method", "measured_trials": "trials", "tuning_s": "tune s", "estimate_ms": "est ms",
+                   "latency_ms": "e2e ms", "torch_ms": "torch ms", "vs_torch": "x torch",
+                   "time_to_baseline_best_s": "s to base", "trials_to_baseline_best": "trials to base",
+                   "search_speedup": "speedup", "latency_vs_baseline": "e2e vs base"}
         print_table(f"{summary['network']} on {summary['profile']}, {summary['trials']} trials; baseline "
-                    f"{summary['baseline']}", columns, [[_fmt(row[c]) for c in columns] for row in summary["rows"]])
+                    f"{summary['baseline']}", list(columns.values()),
+                    [[_fmt(row[c]) for c in columns] for row in summary["rows"]])
+        print("est: sum of task weight x best task latency; s/trials to base: to reach the baseline's final est; "
+              "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours")
         print(f"curves: {args.out / 'compare.png'}; all numbers: {args.out / 'compare.json'}")
         return 0
     result = tune_network(args.network, args.profile, args.cost_model, args.trials, args.out, online=args.online,
