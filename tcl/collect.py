@@ -147,9 +147,9 @@ def collect(
 
     With ``rounds`` > 1 the budget is spent in active-learning rounds: before each round
     after the first, a fresh ``model_name`` model is trained on everything measured so far
-    and handed to the sampler. All names are checked before any work starts. ``reporter``
-    gets progress callbacks (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None``
-    reports nothing.
+    and handed to the sampler (only to one registered with ``needs_model``). All names are
+    checked before any work starts. ``reporter`` gets progress callbacks (see
+    :class:`tcl.cli.collect_cmd.RichReporter`); ``None`` reports nothing.
     """
     from tcl.database import RecordWriter, load_records
     from tcl.sampling import round_quotas, train_round_model
@@ -157,7 +157,8 @@ def collect(
     registry = discovery.registry()
     sampler = registry.create("samplers", sampler_name)
     round_quotas(0, rounds)  # validate before any work
-    if rounds > 1:
+    guided = rounds > 1 and registry.get("samplers", sampler_name).needs_model
+    if guided:
         registry.get("cost_models", model_name)
     registry.get("hardware_backends", profile.backend)
     for name in network_names:
@@ -200,7 +201,7 @@ def collect(
                 todo = [max(0, targets[r] - len(measured)) for _, _, measured, targets in plan]
                 if not any(todo):  # a finished round (on resume) needs no model either
                     continue
-                if r:
+                if r and guided:
                     reporter.status(f"round {r + 1}/{rounds}: training {model_name} on the records so far")
                     done = load_records(out_dir, profile=profile.name).measured()
                     done = done.subset([t.key for t, *_ in plan if t.key in done.tasks])
