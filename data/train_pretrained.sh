@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Trains the shipped checkpoints (plugins/pretrained/<profile>/<model>/, see its README) on the
 # bundled dataset, one per CPU profile and model, with bert-tiny held out for evaluation.
-# Usage: data/train_pretrained.sh [EPOCHS]   (default 50; each run prints its held-out figures)
+# Usage: data/train_pretrained.sh [EPOCHS [PROFILE...]]   (default 50 epochs, the three profiles;
+# each run prints its held-out figures and keeps its log in runs/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS=${1:-50}
+shift || true
+PROFILES=${*:-x86-avx2 x86-avx512 x86-generic}
 OUT=plugins/pretrained
 mkdir -p runs
-for profile in x86-avx2 x86-avx512 x86-generic; do
+for profile in $PROFILES; do
   for model in mlp tlp mamba; do
     rm -rf "$OUT/$profile/$model.new"
     OMP_NUM_THREADS=1 .venv/bin/tcl train --model "$model" --data "data/bundled/$profile" \

@@ -142,14 +142,16 @@ def collect(
     rounds: int = 1,
     model_name: str = "mamba",
     model_options: dict[str, Any] | None = None,
+    model: Any = None,
 ) -> CollectStats:
     """Measure, per task, ``budget`` of its pool chosen by ``sampler_name`` on ``profile``.
 
     With ``rounds`` > 1 the budget is spent in active-learning rounds: before each round
     after the first, a fresh ``model_name`` model is trained on everything measured so far
-    and handed to the sampler (only to one registered with ``needs_model``). All names are
-    checked before any work starts. ``reporter`` gets progress callbacks (see
-    :class:`tcl.cli.collect_cmd.RichReporter`); ``None`` reports nothing.
+    and handed to the sampler (only to one registered with ``needs_model``). ``model`` (a trained CostModel, e.g. the model being adapted)
+    guides the first round's sampler (uncertainty, embeddings). All names are checked before any work starts. ``reporter``
+    gets progress callbacks (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None``
+    reports nothing.
     """
     from tcl.database import RecordWriter, load_records
     from tcl.sampling import round_quotas, train_round_model
@@ -196,7 +198,6 @@ def collect(
                 stats.skipped_done += len(measured)
                 plan.append((task, traces, measured, targets))
             reporter.start(total=sum(max(0, p[3][-1] - len(p[2])) for p in plan), tasks=len(plan))
-            model = None
             for r in range(rounds):
                 todo = [max(0, targets[r] - len(measured)) for _, _, measured, targets in plan]
                 if not any(todo):  # a finished round (on resume) needs no model either

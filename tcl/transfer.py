@@ -234,7 +234,8 @@ def adapt(*, profile: Any, teacher: Path, pool_dir: Path, out: Path, work_dir: P
     records_dir = work_dir / ADAPT_RECORDS
     stats = collect(profile=profile, network_names=[str(work_dir / ADAPT_TASKS)],
                     pool_size=max(len(t) for t in pool.traces.values()), out_dir=records_dir, sampler_name=sampler,
-                    budget=budget, pool_dir=pool_copy, seed=seed, batch_size=batch_size, reporter=reporter)
+                    budget=budget, pool_dir=pool_copy, seed=seed, batch_size=batch_size, reporter=reporter,
+                    model=platform_view(teacher_model, profile.name))
     measured, _ = clean_records(load_records(records_dir, profile=profile.name))
     if not measured.tasks:
         raise TclError(f"no candidate measured successfully on {profile.name}; see {records_dir}")

@@ -1,0 +1,46 @@
+"""`tcl quickstart`: the whole loop on this machine (slow), and its one-line input errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_tcl
+
+BUNDLED_POOL = Path(__file__).resolve().parents[1] / "data" / "bundled" / "pool"
+
+
+def test_unknown_network_and_bad_trials_fail_before_any_work(tmp_path):
+    proc = run_tcl("quickstart", "--network", "nosuch-net", "--out", str(tmp_path / "qs"))
+    assert proc.returncode == 2
+    assert "nosuch-net" in proc.stderr and "bert-tiny" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "qs").exists()
+    proc = run_tcl("quickstart", "--trials", "0", "--out", str(tmp_path / "qs"))
+    assert proc.returncode == 2 and "--trials" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_network_missing_from_the_pool_is_one_line(tmp_path):
+    from tcl.cli.quickstart_cmd import network_pool
+    from tcl.errors import TclError
+
+    with pytest.raises(TclError, match="no tasks of mobilenet-v2; its networks: bert-tiny"):
+        network_pool(BUNDLED_POOL, "mobilenet-v2", tmp_path / "pool")
+    assert not (tmp_path / "pool").exists()
+
+
+@pytest.mark.slow
+def test_quickstart_measures_distils_and_tunes(tmp_path):
+    out = tmp_path / "qs"
+    args = ("quickstart", "--out", str(out), "--budget", "0.02", "--trials", "8", "--population", "32", "--json")
+    proc = run_tcl(*args, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "quickstart.json").read_text())
+    assert summary["adapt"]["programs_measured"] > 0
+    rows = {r["method"]: r for r in summary["tuning"]["rows"]}
+    assert set(rows) == {"xgb", "tcl-mamba"}
+    assert all(r["measured_trials"] == 8 and r["latency_ms"] > 0 for r in rows.values())
+    assert (out / "tune" / "compare.png").stat().st_size > 0
+    again = run_tcl(*args, timeout=1800)  # everything is reused: nothing measured twice
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((out / "quickstart.json").read_text())["adapt"]["measured_now"] == 0
