@@ -123,6 +123,9 @@ def load_registry() -> Registry:
             return
         failed.append(FailedPlugin(entry_point.name, distribution_of(entry_point), f"{type(exc).__name__}: {exc}"))
 
+    # stevedore keeps a process-wide list of each group's entry points; drop it so that
+    # plugins installed since the last call are seen ("fresh each call")
+    ExtensionManager.ENTRY_POINT_CACHE.pop(ENTRY_POINT_GROUP, None)
     extensions = ExtensionManager(ENTRY_POINT_GROUP, invoke_on_load=False, on_load_failure_callback=on_failure)
     for ext in extensions:
         dist = distribution_of(ext.entry_point)
