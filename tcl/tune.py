@@ -517,8 +517,8 @@ def plot_curves(results: Mapping[str, Mapping[str, Any]], path: Path, *, title: 
     for label, result in results.items():
         points = [p for p in result["curve"]["points"] if p.get("estimate_s") is not None]
         ms_values = [p["estimate_s"] * 1e3 for p in points]
-        axes[0].step([p["trials"] for p in points], ms_values, where="post", label=label)
-        axes[1].step([p["seconds"] for p in points], ms_values, where="post", label=label)
+        axes[0].step([p["trials"] for p in points], ms_values, where="post", label=label, marker=".")
+        axes[1].step([p["seconds"] for p in points], ms_values, where="post", label=label, marker=".")
     for ax, xlabel in zip(axes, ("measured trials", "tuning time (s)")):
         ax.set_xlabel(xlabel)
         ax.set_ylabel("estimated latency (ms): sum of weight x task best")
