@@ -31,7 +31,8 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
-    Console().print(table)
+    # piped output has no terminal width; rich would wrap at 80 columns and split cells
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
 
 
 def fail(message: str) -> NoReturn:
