@@ -35,10 +35,8 @@ from torch import nn
 import tcl
 from tcl import metrics as tcl_metrics
 from tcl.errors import TclError
-from tcl.hookspecs import hookimpl
 from tcl.interfaces import CostModel, Featurizer
 from tcl.programs import Program, ProgramSet, Task
-from tcl.registrations import CostModelRegistration
 from tcl.training import (Group, TrainConfig, dataset_fingerprint, make_groups, predict_groups, resolve_device,
                           seed_everything, torch_threads, train_ranking)
 
@@ -856,17 +854,3 @@ def load_model(path: str | os.PathLike, **options: Any) -> CostModel:
         raise TclError(f"{cfg_path}: cost model '{cfg.get('model')}' is not a built-in one "
                        f"({', '.join(sorted(MODELS))})")
     return cls.load(Path(path), **options)
-
-
-@hookimpl
-def tcl_register_cost_models() -> list[CostModelRegistration]:
-    return [
-        CostModelRegistration(name="mlp", factory=MLPCostModel, featurizer="per-store",
-                              description="Tenset-MLP: per-store MLP summed over stores, LambdaRank"),
-        CostModelRegistration(name="tlp", factory=TLPCostModel, featurizer="trace-seq",
-                              description="TLP: self-attention over the schedule primitive sequence, LambdaRank"),
-        CostModelRegistration(name="mamba", factory=MambaCostModel, featurizer="trace-seq",
-                              description="TCL: Mamba blocks over the schedule primitive sequence, LambdaRank"),
-        CostModelRegistration(name="xgb", factory=XGBCostModel, featurizer="per-store",
-                              description="TVM MetaSchedule's XGBoost model (per-store features)"),
-    ]

@@ -19,9 +19,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tcl.hookspecs import hookimpl
 from tcl.interfaces import NetworkDefinition
-from tcl.registrations import NetworkRegistration
 
 # ---- shared building blocks ------------------------------------------------------------
 
@@ -355,33 +353,3 @@ def mlp_mixer(*, seed: int = 0, batch_size: int = 1) -> NetworkDefinition:
 def gpt_block(*, seed: int = 0, batch_size: int = 1, seq_len: int = 128) -> NetworkDefinition:
     make = lambda: GptDecoder(vocab=50257, dim=768, layers=2, heads=12, seq_len=seq_len)  # noqa: E731
     return _build(make, _tokens(batch_size, seq_len, 50257), seed)
-
-
-@hookimpl
-def tcl_register_networks() -> list[NetworkRegistration]:
-    return [
-        NetworkRegistration(
-            name="resnet-18", factory=resnet18, family="cnn",
-            description="ResNet-18, 224x224 image, batch 1 (basic residual blocks, BatchNorm folded at extraction)",
-        ),
-        NetworkRegistration(
-            name="mobilenet-v2", factory=mobilenet_v2, family="cnn-mobile",
-            description="MobileNetV2 width 1.0, 224x224 image, batch 1 (depthwise-separable inverted residuals)",
-        ),
-        NetworkRegistration(
-            name="bert-tiny", factory=bert_tiny, family="transformer-encoder",
-            description="BERT-tiny encoder: 2 layers, hidden 128, 2 heads, sequence 128, vocab 30522",
-        ),
-        NetworkRegistration(
-            name="vit-tiny", factory=vit_tiny, family="vision-transformer",
-            description="ViT-Ti/16: 224x224 image, 12 layers, dim 192, 3 heads",
-        ),
-        NetworkRegistration(
-            name="mlp-mixer", factory=mlp_mixer, family="mlp-mixer",
-            description="MLP-Mixer S/16: 224x224 image, 8 blocks, dim 512, token MLP 256, channel MLP 2048",
-        ),
-        NetworkRegistration(
-            name="gpt-block", factory=gpt_block, family="transformer-decoder",
-            description="GPT-2-small-width decoder: 2 causal blocks, dim 768, 12 heads, sequence 128",
-        ),
-    ]

@@ -33,10 +33,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from tcl.errors import TclError
-from tcl.hookspecs import hookimpl
 from tcl.interfaces import CostModel, TransferStrategy
 from tcl.programs import ProgramSet
-from tcl.registrations import TransferRegistration
 from tcl.training import Group, make_groups, predict_groups, train_ranking
 
 DISTILL_ON = ("labelled", "pool")
@@ -260,18 +258,3 @@ def _check_same_programs(target: ProgramSet, history: Mapping[str, ProgramSet]) 
             raise TclError(f"transfer strategy mtl needs the new platform's programs measured on every platform, "
                            f"but none of the {len(wanted)} programs of {target.profile} are in the records of "
                            f"{platform}")
-
-
-@hookimpl
-def tcl_register_transfer_strategies() -> list[TransferRegistration]:
-    return [
-        TransferRegistration(name="continual-kd", factory=ContinualKD,
-                             description="TCL: student from the frozen teacher, LambdaRank + listwise distillation, "
-                                         "one head"),
-        TransferRegistration(name="fine-tune", factory=FineTune,
-                             description="start from the teacher, ranking loss on the new sample only"),
-        TransferRegistration(name="mtl", factory=MTL, needs_all_platforms=True,
-                             description="MTL-TLP: shared backbone, one head per platform, trained on all platforms"),
-        TransferRegistration(name="scratch", factory=Scratch, needs_teacher=False,
-                             description="a fresh model trained on the new platform's sample only"),
-    ]

@@ -6,9 +6,33 @@ A record carries what is needed to list a plugin (name, description) and to buil
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 import attrs
+
+
+class Deferred:
+    """A factory named by module and attribute, imported on first use, so that listing a
+    plugin's registrations does not import what only building it needs (torch, ~5 s).
+    Calls and attribute look-ups (e.g. a class's ``load``) go to the real object."""
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self.module, self.attribute = module, attribute
+
+    def resolve(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.attribute)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.module}:{self.attribute})"
 
 
 def _nonempty(instance: Any, attribute: attrs.Attribute, value: str) -> None:

@@ -13,7 +13,7 @@ from tcl.errors import TclError
 from tcl.interfaces import NetworkDefinition
 from tcl.registrations import NetworkRegistration
 from tcl.tasks import ExtractedTask, extract_tasks, has_reduction, import_network, prepare_for_tuning, task_key
-from tcl_plugins import networks
+from tcl_plugins import networks, register_networks
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 
@@ -26,7 +26,7 @@ EXPECTED_OUTPUT = {
     "gpt-block": (1, 128, 768),
 }
 
-REGISTRATIONS = {r.name: r for r in networks.tcl_register_networks()}
+REGISTRATIONS = {r.name: r for r in register_networks.tcl_register_networks()}
 
 
 def test_registrations_are_named_records_of_distinct_families():

@@ -1,0 +1,23 @@
+"""Registers the built-in transfer strategies; tcl_plugins.transfer (torch) loads on first use."""
+
+from __future__ import annotations
+
+from tcl.hookspecs import hookimpl
+from tcl.registrations import Deferred, TransferRegistration
+
+IMPL = "tcl_plugins.transfer"
+
+
+@hookimpl
+def tcl_register_transfer_strategies() -> list[TransferRegistration]:
+    return [
+        TransferRegistration(name="continual-kd", factory=Deferred(IMPL, "ContinualKD"),
+                             description="TCL: student from the frozen teacher, LambdaRank + listwise distillation, "
+                                         "one head"),
+        TransferRegistration(name="fine-tune", factory=Deferred(IMPL, "FineTune"),
+                             description="start from the teacher, ranking loss on the new sample only"),
+        TransferRegistration(name="mtl", factory=Deferred(IMPL, "MTL"), needs_all_platforms=True,
+                             description="MTL-TLP: shared backbone, one head per platform, trained on all platforms"),
+        TransferRegistration(name="scratch", factory=Deferred(IMPL, "Scratch"), needs_teacher=False,
+                             description="a fresh model trained on the new platform's sample only"),
+    ]
