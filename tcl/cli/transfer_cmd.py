@@ -98,7 +98,9 @@ def _package_dir(package: str, *parts: str) -> Path | None:
 
 
 def default_teacher() -> Path:
-    path = _package_dir("tcl_plugins", "pretrained", *DEFAULT_TEACHER)
+    from tcl.tune import pretrained_dir
+
+    path = pretrained_dir(*DEFAULT_TEACHER)
     if path is None or not (path / "config.json").is_file():
         raise TclError(f"no shipped pretrained model at plugins/pretrained/{'/'.join(DEFAULT_TEACHER)}; "
                        f"give --teacher CHECKPOINT")
