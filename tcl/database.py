@@ -349,30 +349,46 @@ def open_stored(path: str | os.PathLike) -> BinaryIO:
 def pack_dir(src: str | os.PathLike, dst: str | os.PathLike, *, packed: bool) -> list[Path]:
     """Copy a record or pool directory tree, gzip-compressing its JSON-lines files
     (``packed=True``) or expanding them again (``packed=False``). Small metadata files are
-    copied as they are. Each file is written to a temporary name and renamed."""
+    copied as they are. The tree is written under a temporary sibling of ``dst`` and renamed
+    at the end, so an interrupted run leaves no half-filled ``dst``."""
     src, dst = Path(src), Path(dst)
     if not src.is_dir():
         raise TclError(f"no such directory: {src}")
     if dst.exists() and any(dst.iterdir()):
         raise TclError(f"{dst} is not empty; choose a new directory")
+    staging = dst.with_name(dst.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)  # left by an earlier interrupted run
+    try:
+        written = _copy_tree(src, staging, dst, packed)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if dst.exists():
+        dst.rmdir()  # empty, checked above
+    os.replace(staging, dst)
+    return written
+
+
+def _copy_tree(src: Path, staging: Path, dst: Path, packed: bool) -> list[Path]:
+    """pack_dir's copy into ``staging``; returns the paths the files will have under ``dst``."""
     written = []
     for dirpath, _dirnames, filenames in os.walk(src):
-        out_dir = dst / Path(dirpath).relative_to(src)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        rel = Path(dirpath).relative_to(src)
+        (staging / rel).mkdir(parents=True, exist_ok=True)
         for name in sorted(filenames):
             if name == LOCK_FILE:
                 continue
             base = name[: -len(PACKED_SUFFIX)] if name.endswith(PACKED_SUFFIX) else name
             out_name = base + PACKED_SUFFIX if packed and base in PACKABLE_FILES else base
-            target = out_dir / out_name
-            tmp = target.with_name(target.name + ".tmp")
-            with open_stored(Path(dirpath) / base) as fin, open(tmp, "wb") as raw:
-                # no name or time in the gzip header: the same records pack to the same bytes
-                fout = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if out_name.endswith(PACKED_SUFFIX) else raw
-                with fout:
-                    shutil.copyfileobj(fin, fout, 1 << 20)
-            os.replace(tmp, target)
-            written.append(target)
+            try:
+                with open_stored(Path(dirpath) / base) as fin, open(staging / rel / out_name, "wb") as raw:
+                    # no name or time in the gzip header: the same records pack to the same bytes
+                    fout = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if out_name.endswith(PACKED_SUFFIX) else raw
+                    with fout:
+                        shutil.copyfileobj(fin, fout, 1 << 20)
+            except (gzip.BadGzipFile, EOFError) as err:
+                raise TclError(f"{Path(dirpath) / name}: not a readable gzip file ({err})") from None
+            written.append(dst / rel / out_name)
     return written
 
 

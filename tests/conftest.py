@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,24 @@ def run_tcl(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
     """Run the real CLI in a subprocess; returns the CompletedProcess."""
     return subprocess.run([sys.executable, "-m", "tcl.cli.main", *args], capture_output=True, text=True,
                           env=env or tcl_env(), cwd=cwd, timeout=timeout)
+
+
+def start_tcl(*args: str, **popen_kwargs) -> subprocess.Popen:
+    """Start the real CLI in a subprocess, output discarded unless ``popen_kwargs`` say otherwise."""
+    popen_kwargs.setdefault("stdout", subprocess.DEVNULL)
+    popen_kwargs.setdefault("stderr", subprocess.DEVNULL)
+    return subprocess.Popen([sys.executable, "-m", "tcl.cli.main", *args], env=tcl_env(), **popen_kwargs)
+
+
+def wait_for_lines(proc: subprocess.Popen, path: Path, lines: int, timeout: float = 300) -> None:
+    """Block until ``path`` holds ``lines`` complete lines, so a test can interrupt ``proc``
+    mid-way; fails the test if ``proc`` ends first (nothing would be left to interrupt)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and path.read_bytes().count(b"\n") >= lines:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, f"the command finished before {path.name} had {lines} lines to interrupt it at"
 
 
 def run_tcl_json(*args: str, env: dict[str, str] | None = None):

@@ -6,13 +6,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import matmul_module, run_tcl, tcl_env
+from conftest import matmul_module, run_tcl, start_tcl, wait_for_lines
 from tcl.database import RECORD_FILE, RecordWriter, load_records
 from tcl.pools import make_task, program_key
 
@@ -56,15 +54,9 @@ def test_sigkill_mid_collection_loses_and_duplicates_nothing(workload_dir, tmp_p
     import tvm.s_tir.meta_schedule as ms
 
     out = tmp_path / "records"
-    args = [sys.executable, "-m", "tcl.cli.main", *collect_args(workload_dir, out, 12, "--batch-size", "2")]
-    proc = subprocess.Popen(args, env=tcl_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
+    proc = start_tcl(*collect_args(workload_dir, out, 12, "--batch-size", "2"))
     record_file = out / RECORD_FILE
-    while time.monotonic() < deadline and proc.poll() is None:
-        if record_file.exists() and record_file.read_bytes().count(b"\n") >= 4:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "collection finished before it could be killed"
+    wait_for_lines(proc, record_file, 4)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     killed_at = record_file.read_bytes().count(b"\n")
@@ -106,17 +98,10 @@ def test_corrupt_record_line_is_named(workload_dir, tmp_path):
 
 def test_ctrl_c_stops_without_false_error_records(workload_dir, tmp_path):
     out = tmp_path / "records"
-    args = [sys.executable, "-m", "tcl.cli.main", *collect_args(workload_dir, out, 12, "--batch-size", "2")]
     # own session, so the interrupt reaches the workers too, as a terminal's Ctrl-C does
-    proc = subprocess.Popen(args, env=tcl_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    record_file = out / RECORD_FILE
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if record_file.exists() and record_file.read_bytes().count(b"\n") >= 2:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "collection finished before it could be interrupted"
+    proc = start_tcl(*collect_args(workload_dir, out, 12, "--batch-size", "2"), stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for_lines(proc, out / RECORD_FILE, 2)
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

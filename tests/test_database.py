@@ -327,3 +327,16 @@ def test_packed_copy_loads_the_same_and_unpacks_byte_identical(tmp_path, task_an
         assert (tmp_path / "again" / name).read_bytes() == (src / name).read_bytes()
     proc = run_tcl("dataset", "pack", str(src), "--out", str(tmp_path / "again"))
     assert proc.returncode == 2 and "not empty" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_failed_pack_leaves_no_output(tmp_path, task_and_pool, tvm_target):
+    _, task, pool = task_and_pool
+    src = tmp_path / "db"
+    write(src, task, pool, tvm_target, profile="p")
+    run_tcl("dataset", "pack", str(src), "--out", str(tmp_path / "packed"))
+    broken = tmp_path / "packed" / (RECORD_FILE + ".gz")
+    broken.write_bytes(broken.read_bytes()[:40])  # a gzip stream cut short: the copy fails half-way
+    proc = run_tcl("dataset", "unpack", str(tmp_path / "packed"), "--out", str(tmp_path / "plain"))
+    assert proc.returncode == 2 and f"{broken}: not a readable gzip file" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "plain").exists() and not (tmp_path / "plain.partial").exists()

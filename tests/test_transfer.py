@@ -6,16 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import run_tcl, tcl_env
+from conftest import run_tcl, start_tcl, wait_for_lines
 from tcl.database import RECORD_FILE, RecordWriter, load_records
 from tcl.evaluation import load_checkpoint
 from tcl.interfaces import MeasureResult
@@ -226,14 +223,8 @@ def test_adapt_resumes_without_measuring_again(tiny_pool, teacher, tmp_path):
     args = ["adapt", "--profile", "x86-avx2", "--teacher", str(teacher), "--pool", str(tiny_pool), "--budget", "0.5",
             "--batch-size", "1", "--epochs", "1", "--out", str(out), "--work-dir", str(work)]
     records = work / "records" / RECORD_FILE
-    proc = subprocess.Popen([sys.executable, "-m", "tcl.cli.main", *args], env=tcl_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if records.exists() and records.read_bytes().count(b"\n") >= 1:
-            break
-        time.sleep(0.1)
-    assert proc.poll() is None, "adapt finished before it could be interrupted"
+    proc = start_tcl(*args)
+    wait_for_lines(proc, records, 1)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     done = records.read_bytes().count(b"\n")
