@@ -163,15 +163,27 @@ def _row(strategy: str, profile: str, model: CostModel, seconds: float, measured
             "programs_measured": measured, "programs_trained": trained}
 
 
+def train_base(records: ProgramSet, *, model: str = "mamba", base_epochs: int | None = None, seed: int = 0,
+               threads: int | None = 1) -> tuple[CostModel, float]:
+    """The first platform's model of a sequence, trained on all its ``records``, and the
+    seconds it took; strategies clone it, so one base serves every strategy of a study."""
+    start = time.perf_counter()
+    current = discovery.registry().create("cost_models", model, threads=threads,
+                                          **({"epochs": base_epochs} if base_epochs is not None else {}))
+    current.fit(records, seed=seed)
+    return current, time.perf_counter() - start
+
+
 def run_sequence(*, profiles: Sequence[str], strategy: str, data_dir: Path, budget: float = 0.1, sampler: str = "rdu",
                  held_out_networks: Sequence[str] = (), seed: int = 0, teacher: Path | None = None,
                  model: str = "mamba", base_epochs: int | None = None, options: Mapping[str, Any] | None = None,
                  out_dir: Path | None = None, threads: int | None = 1,
-                 sampler_uses_model: bool = False) -> dict[str, Any]:
-    """Walk ``profiles`` in order: the first platform's model (``teacher``, or ``model``
-    trained on all its records) is carried to each next one with ``strategy`` and a ``budget``
-    sample. One row per platform: Top-1/Top-5 on its held-out tasks, on every earlier
-    platform's (forgetting), parameters, training seconds, programs measured and trained on."""
+                 sampler_uses_model: bool = False, base: tuple[CostModel, float] | None = None) -> dict[str, Any]:
+    """Walk ``profiles`` in order: the first platform's model (``teacher``, ``base`` as
+    :func:`train_base` returns it, or ``model`` trained on all its records) is carried to each
+    next one with ``strategy`` and a ``budget`` sample. One row per platform: Top-1/Top-5 on its
+    held-out tasks, on every earlier platform's (forgetting), parameters, training seconds,
+    programs measured and trained on."""
     from tcl.evaluation import load_checkpoint
 
     if len(profiles) < 2:
@@ -183,12 +195,12 @@ def run_sequence(*, profiles: Sequence[str], strategy: str, data_dir: Path, budg
     if teacher is not None:
         current = load_checkpoint(teacher, threads=threads)
         _strategy(strategy, True, options, current)
+        base_seconds = time.perf_counter() - start
+    elif base is not None:
+        current, base_seconds = base
     else:
-        current = discovery.registry().create("cost_models", model, threads=threads,
-                                              **({"epochs": base_epochs} if base_epochs is not None else {}))
-        current.fit(first_train, seed=seed)
-    rows = [_row("base", profiles[0], current, time.perf_counter() - start, len(first_train), len(first_train),
-                 first_held, {})]
+        current, base_seconds = train_base(first_train, model=model, base_epochs=base_epochs, seed=seed, threads=threads)
+    rows = [_row("base", profiles[0], current, base_seconds, len(first_train), len(first_train), first_held, {})]
     for k, profile in enumerate(profiles[1:], 1):
         train, held = platforms[profile]
         sample, rest = select_sample(train, sampler, budget, model=current if sampler_uses_model else None, seed=seed)

@@ -57,19 +57,24 @@ def _flat(row: Mapping[str, Any]) -> dict[str, float]:
 
 
 def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
-    from tcl.transfer import run_sequence
+    from tcl.transfer import load_platform, run_sequence, train_base
 
     exp, tr = cfg["experiment"], cfg["transfer"]
     rows = []
+    bases = {}  # seed -> the first platform's model, trained once for all strategies
     for strategy in tr["strategies"]:
         per_seed = []
         for seed in exp["seeds"]:
             progress(f"{strategy}: {' -> '.join(exp['profiles'])}, seed {seed}")
+            if seed not in bases:
+                first_train, _ = load_platform(Path(exp["data"]), exp["profiles"][0], exp["held_out"])
+                bases[seed] = train_base(first_train, model=tr["model"], base_epochs=tr["base_epochs"], seed=seed,
+                                         threads=exp["threads"])
             result = run_sequence(profiles=exp["profiles"], strategy=strategy, data_dir=Path(exp["data"]),
                                   budget=tr["budget"], sampler=tr["sampler"], held_out_networks=exp["held_out"],
                                   seed=seed, model=tr["model"], base_epochs=tr["base_epochs"],
                                   options=tr["options"].get(strategy, {}), threads=exp["threads"],
-                                  sampler_uses_model=tr["sampler_uses_model"])
+                                  sampler_uses_model=tr["sampler_uses_model"], base=bases[seed])
             per_seed.append(result["rows"])
         for i, first in enumerate(per_seed[0]):
             runs = [_flat(seed_rows[i]) for seed_rows in per_seed]
