@@ -49,13 +49,16 @@ def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(_cell(row.get(c), row.get(f"{c}_std")) for c in columns))
+        single = row.get("seeds") == 1  # a spread over one seed is no information
+        table.add_row(*(_cell(row.get(c), None if single else row.get(f"{c}_std")) for c in columns))
     console = Console()
     Console(width=max(console.width, 200) if not console.is_terminal else None).print(table)
 
 
 def _cell(value: Any, std: Any = None) -> str:
     if isinstance(value, float):
-        text = "nan" if math.isnan(value) else f"{value:.4f}"
+        if math.isnan(value):
+            return "-"
+        text = f"{value:.0f}" if value.is_integer() and abs(value) >= 10 else f"{value:.4f}"  # counts stay counts
         return text if std is None else f"{text} ± {std:.4f}"
     return "" if value is None else str(value)
