@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_tcl
+from tcl.database import load_records
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 
@@ -38,6 +39,16 @@ def test_eval_prints_metrics(checkpoint):
         assert 0.0 <= result[key] <= 1.0
     assert result["top5"] >= result["top1"]
     assert "warning" not in proc.stderr
+
+
+def test_eval_on_some_networks_only(checkpoint):
+    args = ["eval", "--model", str(checkpoint), "--data", str(BUNDLED), "--profile", "x86-avx2", "--json"]
+    everything = json.loads(run_tcl(*args).stdout)
+    bert = json.loads(run_tcl(*args, "--network", "bert-tiny").stdout)
+    held = [t for t in load_records(BUNDLED, profile="x86-avx2").tasks.values() if "bert-tiny" in t.networks]
+    assert bert["tasks"] == len(held) < everything["tasks"]
+    proc = run_tcl(*args, "--network", "bert-tiyn")
+    assert proc.returncode == 2 and "bert-tiyn not in the records; networks there: bert-tiny" in proc.stderr
 
 
 def test_eval_on_another_profile_warns(checkpoint):

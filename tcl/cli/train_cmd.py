@@ -34,6 +34,8 @@ def add_parser(subparsers: Any) -> None:
     ev.add_argument("--model", type=Path, required=True, help="checkpoint directory")
     ev.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
     ev.add_argument("--profile", default=None, help="only records of this profile")
+    ev.add_argument("--network", default="", help="comma-separated networks: only their tasks (e.g. the ones "
+                                                   "held out in training)")
     ev.add_argument("--json", action="store_true", help="print JSON")
     ev.set_defaults(handler=run_eval)
 
@@ -76,10 +78,13 @@ def run_eval(args: argparse.Namespace) -> int:
     from tcl.database import load_records
     from tcl.evaluation import checkpoint_config, load_checkpoint, record_cpus, score_records
     from tcl.profiles import get_profile
+    from tcl.training import split_by_network
 
     config = checkpoint_config(args.model)
     model = load_checkpoint(args.model)
     records = load_records(args.data, profile=args.profile)
+    if args.network:
+        _, records = split_by_network(records, [n for n in args.network.split(",") if n])
     _warn_on_other_target(config, records.profile, record_cpus(args.data, args.profile), get_profile, args.profiles_dir)
     result = score_records(model, records)
     if args.json:
