@@ -13,7 +13,7 @@ from tcl import discovery
 from tcl.database import RECORD_FILE, find_databases, iter_json_lines, read_manifest, stored_file
 from tcl.errors import TclError
 from tcl.interfaces import CostModel
-from tcl.metrics import evaluate
+from tcl.metrics import evaluate, top_k_score
 from tcl.programs import ProgramSet
 
 CONFIG_FILE = "config.json"
@@ -39,10 +39,12 @@ def load_checkpoint(path: Path, **options: Any) -> CostModel:
     return record.factory.load(Path(path), **options)
 
 
-def score_records(model: CostModel, records: ProgramSet) -> dict[str, Any]:
+def score_records(model: CostModel, records: ProgramSet, *, per_task: bool = False) -> dict[str, Any]:
     """Top-1/Top-5 (pooled over tasks, TLP style, and averaged per network, TenSet style),
-    pairwise accuracy, and task/program counts. Failed programs count as infinitely slow."""
-    latencies, scores, weights, networks = {}, {}, {}, {}
+    pairwise accuracy, and task/program counts. Failed programs count as infinitely slow.
+    ``per_task`` adds each task's own Top-1 (best / latency of the pick): the pooled score
+    divides by the sum of picked latencies, so one very slow pick can hide the rest."""
+    latencies, scores, weights, networks, names = {}, {}, {}, {}, {}
     for task, programs in records:
         if len(programs) < 2 or not any(p.ok for p in programs):
             continue
@@ -50,10 +52,14 @@ def score_records(model: CostModel, records: ProgramSet) -> dict[str, Any]:
         scores[task.key] = np.asarray(model.predict(task, programs), dtype=np.float64)
         weights[task.key] = task.weight
         networks[task.key] = list(task.networks) or ["(unknown)"]
+        names[task.key] = task.name
     if not latencies:
         raise TclError("no task with two or more programs and a successful measurement to evaluate on")
     result = evaluate(latencies, scores, ks=(1, 5), weights=weights, networks=networks)
     result.update(tasks=len(latencies), programs=int(sum(len(v) for v in latencies.values())))
+    if per_task:
+        result["per_task"] = [{"task": names[k], "weight": weights[k], "programs": len(latencies[k]),
+                               "top1": top_k_score({k: latencies[k]}, {k: scores[k]}, 1)} for k in latencies]
     return result
 
 

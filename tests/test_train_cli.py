@@ -47,6 +47,11 @@ def test_eval_on_some_networks_only(checkpoint):
     bert = json.loads(run_tcl(*args, "--network", "bert-tiny").stdout)
     held = [t for t in load_records(BUNDLED, profile="x86-avx2").tasks.values() if "bert-tiny" in t.networks]
     assert bert["tasks"] == len(held) < everything["tasks"]
+    per_task = json.loads(run_tcl(*args, "--network", "bert-tiny", "--per-task").stdout)["per_task"]
+    assert sorted(t["task"] for t in per_task) == sorted(t.name for t in held)
+    own = [t["top1"] for t in per_task]
+    assert all(0 < v <= 1 for v in own)
+    assert min(own) <= bert["top1"] <= max(own)  # the pooled score is a weighted mean of the tasks' own
     proc = run_tcl(*args, "--network", "bert-tiyn")
     assert proc.returncode == 2 and "bert-tiyn not in the records; networks there: bert-tiny" in proc.stderr
 

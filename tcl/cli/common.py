@@ -26,13 +26,15 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", show_lines=False)
+    table = Table(show_lines=False)
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
     # piped output has no terminal width; rich would wrap at 80 columns and split cells
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    console.print(title, highlight=False, markup=False)  # above the table: a table's title wraps to its width
+    console.print(table)
 
 
 def fail(message: str) -> NoReturn:

@@ -36,6 +36,7 @@ def add_parser(subparsers: Any) -> None:
     ev.add_argument("--profile", default=None, help="only records of this profile")
     ev.add_argument("--network", default="", help="comma-separated networks: only their tasks (e.g. the ones "
                                                    "held out in training)")
+    ev.add_argument("--per-task", action="store_true", help="also each task's own Top-1 (best / latency of the pick)")
     ev.add_argument("--json", action="store_true", help="print JSON")
     ev.set_defaults(handler=run_eval)
 
@@ -86,13 +87,17 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.network:
         _, records = split_by_network(records, [n for n in args.network.split(",") if n])
     _warn_on_other_target(config, records.profile, record_cpus(args.data, args.profile), get_profile, args.profiles_dir)
-    result = score_records(model, records)
+    result = score_records(model, records, per_task=args.per_task)
     if args.json:
         print_json({"model": str(args.model), "data": str(args.data), "pooling": "top-k pooled over tasks "
                     "(TLP); *_per_network: mean over networks (TenSet)", **result})
         return 0
+    tasks = result.pop("per_task", None)
     print_table(f"{config['model']} checkpoint {args.model} on {args.data}", ["metric", "value"],
                 [[k, f"{v:.4f}" if isinstance(v, float) else v] for k, v in result.items()])
+    if tasks:
+        print_table("per task: best latency / latency of the model's pick", ["task", "weight", "programs", "top1"],
+                    [[t["task"], f"{t['weight']:g}", t["programs"], f"{t['top1']:.4f}"] for t in tasks])
     print("top1/top5: pooled over tasks, weighted by task weight (TLP); *_per_network: mean over networks (TenSet)")
     return 0
 
