@@ -899,7 +899,7 @@ def load_records(path: str | os.PathLike, *, profile: str | None = None) -> Prog
         chosen.append((db, manifest))
     if len(profiles) > 1:
         names = ", ".join(f"{p} ({d})" for p, d in profiles.items())
-        raise TclError(f"{path} holds records of several profiles: {names}; load one with profile=")
+        raise TclError(f"{path} holds records of several profiles: {names}; choose one (--profile on the command line, profile= in Python)")
     out = ProgramSet(profile=next(iter(profiles), profile))
     for db, manifest in chosen:
         _load_one(db, out, manifest)
