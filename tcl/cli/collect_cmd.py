@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tcl.cli.common import comma_list
 from tcl.cli.progress import RichReporter
 
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from tcl.profiles import get_profile
 
     profile = get_profile(args.profile, args.profiles_dir)
-    stats = collect(profile=profile, network_names=[n.strip() for n in args.network.split(",") if n.strip()],
+    stats = collect(profile=profile, network_names=comma_list(args.network),
                     pool_size=args.pool_size, out_dir=args.out, sampler_name=args.sampler, budget=args.budget,
                     pool_dir=args.pool, seed=args.seed, batch_size=args.batch_size, max_tasks=args.max_tasks,
                     include_simple_tasks=args.include_simple_tasks, reporter=RichReporter(), rounds=args.rounds,

@@ -17,6 +17,11 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def comma_list(text: str) -> list[str]:
+    """The names of a comma-separated option (``a,b, c``), blanks and surrounding spaces dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")

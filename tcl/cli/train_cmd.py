@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import print_json, print_table
+from tcl.cli.common import comma_list, print_json, print_table
 
 
 def add_parser(subparsers: Any) -> None:
@@ -60,7 +60,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     model = discovery.registry().create("cost_models", args.model, **_model_options(args))
     records, _ = clean_records(load_records(args.data, profile=args.profile))
-    holdout = [n for n in args.holdout.split(",") if n]
+    holdout = comma_list(args.holdout)
     train, held = split_by_network(records, holdout) if holdout else (records, None)
     train, valid = split_by_task(train, args.valid_fraction, seed=args.seed)
     fit_metrics = model.fit(train, valid if len(valid) else None, seed=args.seed)
@@ -85,7 +85,7 @@ def run_eval(args: argparse.Namespace) -> int:
     model = load_checkpoint(args.model)
     records = load_records(args.data, profile=args.profile)
     if args.network:
-        _, records = split_by_network(records, [n for n in args.network.split(",") if n])
+        _, records = split_by_network(records, comma_list(args.network))
     _warn_on_other_target(config, records.profile, record_cpus(args.data, args.profile), get_profile, args.profiles_dir)
     result = score_records(model, records, per_task=args.per_task)
     if args.json:

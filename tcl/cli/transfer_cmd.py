@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import print_json
+from tcl.cli.common import comma_list, print_json
 from tcl.errors import TclError
 
 DEFAULT_TEACHER = ("x86-avx2", "mamba")  # plugins/pretrained/<profile>/<model>
@@ -72,7 +72,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 def run_transfer(args: argparse.Namespace) -> int:
     from tcl.transfer import transfer_once
 
-    held_out = [n.strip() for n in args.held_out.split(",") if n.strip()]
+    held_out = comma_list(args.held_out)
     result = transfer_once(strategy=args.strategy, teacher=args.teacher, profile=args.profile, data_dir=args.data,
                            out=args.out, budget=args.budget, sampler=args.sampler, held_out=held_out, seed=args.seed,
                            options=_options(args), threads=args.threads, sampler_uses_model=args.sampler_uses_model)

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import print_json, print_table
+from tcl.cli.common import comma_list, print_json, print_table
 
 
 def add_parser(subparsers: Any) -> None:
@@ -51,7 +51,7 @@ def run_tune(args: argparse.Namespace) -> int:
                   population=args.population, repeats=args.repeats,
                   profiles_dir=args.profiles_dir)
     if args.compare is not None:
-        methods = [m.strip() for m in args.compare.split(",") if m.strip()]
+        methods = comma_list(args.compare)
         summary = compare(methods, args.network, args.profile, args.trials, args.out, online=args.online, **common)
         if args.json:
             print_json(summary)
