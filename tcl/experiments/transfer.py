@@ -61,15 +61,16 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
 
     exp, tr = cfg["experiment"], cfg["transfer"]
     rows = []
+    first_train, _ = load_platform(Path(exp["data"]), exp["profiles"][0], exp["held_out"])
     bases = {}  # seed -> the first platform's model, trained once for all strategies
+    for seed in exp["seeds"]:
+        progress(f"base model on {exp['profiles'][0]}, seed {seed}")
+        bases[seed] = train_base(first_train, model=tr["model"], base_epochs=tr["base_epochs"], seed=seed,
+                                 threads=exp["threads"])
     for strategy in tr["strategies"]:
         per_seed = []
         for seed in exp["seeds"]:
             progress(f"{strategy}: {' -> '.join(exp['profiles'])}, seed {seed}")
-            if seed not in bases:
-                first_train, _ = load_platform(Path(exp["data"]), exp["profiles"][0], exp["held_out"])
-                bases[seed] = train_base(first_train, model=tr["model"], base_epochs=tr["base_epochs"], seed=seed,
-                                         threads=exp["threads"])
             result = run_sequence(profiles=exp["profiles"], strategy=strategy, data_dir=Path(exp["data"]),
                                   budget=tr["budget"], sampler=tr["sampler"], held_out_networks=exp["held_out"],
                                   seed=seed, model=tr["model"], base_epochs=tr["base_epochs"],
