@@ -1,6 +1,6 @@
 """Top-1/Top-5 and pairwise accuracy of a *random* ranking on held-out networks: the floor a
-cost model must beat to mean anything (on our 200-program tasks a random pick is often 5-10x
-slower than the best, so chance Top-1 is far below the 0.25 one might guess). Averages
+cost model must beat to mean anything (on our 200-program tasks of the vector profiles a random
+pick is 8-20x slower than the best, so chance Top-1 is far below the 0.25 one might guess). Averages
 ``--draws`` random score vectors per task. Prints one JSON line per profile.
 
     python benchmarks/chance_topk.py --data data/bundled --held-out bert-tiny,resnet-18
