@@ -24,7 +24,7 @@ AUTO = "auto"
 _TOP_KEYS = {"name", "description", "backend", "runtime_threads", "target", "measure", "backend_options"}
 _MEASURE_DEFAULTS: dict[str, Any] = {
     "number": 3,
-    "repeat": 1,
+    "repeat": 3,
     "min_repeat_ms": 50,
     "build_timeout_s": 30.0,
     "run_timeout_s": 10.0,

@@ -50,10 +50,15 @@ class Program:
 
     @property
     def latency(self) -> float:
-        """Mean measured seconds; ``inf`` for a failed or unmeasured program."""
+        """Measured seconds, the fastest of the repeats; ``inf`` for a failed or unmeasured program.
+
+        The minimum, not the mean: other work on the machine only ever adds time, and on a
+        shared 2-core box one interrupted repeat can make a multi-threaded kernel look tens
+        of times slower (docs/measurement.md, "Noise"). With one repeat both are the same.
+        """
         if self.error is not None or not self.run_secs:
             return math.inf
-        value = float(np.mean(self.run_secs))
+        value = float(np.min(self.run_secs))
         return value if math.isfinite(value) and value > 0 else math.inf
 
     @property
