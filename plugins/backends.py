@@ -142,6 +142,7 @@ class RPCBackend(_BuiltinBackend):
     at the start of each measurement."""
 
     name = "rpc"
+    times_on_this_host = False
     options = frozenset({"tracker_host", "tracker_port", "device_key", "session_timeout_s", "session_priority", "max_sessions"})
 
     def __init__(self, profile: Any) -> None:

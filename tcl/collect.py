@@ -20,6 +20,7 @@ import attrs
 
 from tcl import discovery
 from tcl.errors import TclError
+from tcl.machine_load import BUSY_CORES, OtherLoad
 from tcl.profiles import HardwareProfile
 from tcl.programs import Program, Task
 
@@ -123,6 +124,8 @@ class CollectStats:
     failed: int = 0
     skipped_done: int = 0
     seconds: float = 0.0
+    busy_measured: int = 0  # programs timed while other processes took >= BUSY_CORES cores
+    busy_cores: float = 0.0  # the most cores other processes took during one batch
 
 
 def collect(
@@ -182,6 +185,7 @@ def collect(
     backend = registry.create("hardware_backends", profile.backend, profile=profile)
     stats = CollectStats()
     start = time.perf_counter()
+    load = OtherLoad() if backend.times_on_this_host else None
     try:
         with _deferred_interrupt() as interrupted, RecordWriter(out_dir, profile=profile.name,
                                                                 networks=networks) as writer:
@@ -216,7 +220,7 @@ def collect(
                     registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key,
                                                           indices=list(chosen), pool_size=len(traces))
                     _measure_task(task, [traces[i] for i in chosen], backend, writer, profile, batch_size, stats,
-                                  reporter, registry, interrupted)
+                                  reporter, registry, interrupted, load)
                     measured.extend(chosen)
     finally:
         backend.close()
@@ -243,7 +247,7 @@ def _deferred_interrupt():
 
 def _measure_task(task: Task, traces: Sequence[Any], backend: Any, writer: Any, profile: HardwareProfile,
                   batch_size: int, stats: CollectStats, reporter: Any, registry: Any,
-                  interrupted: threading.Event) -> None:
+                  interrupted: threading.Event, load: OtherLoad | None) -> None:
     from tcl.pools import trace_to_schedule
 
     mod = task.module()
@@ -257,9 +261,22 @@ def _measure_task(task: Task, traces: Sequence[Any], backend: Any, writer: Any, 
         writer.add(task, list(zip(batch, results)), target=target)
         registry.hook.tcl_on_records_measured(profile=profile.name, task=task.key, records=results)
         failed = sum(not r.ok for r in results)
+        if load is not None:
+            _note_load(load.sample(), len(results), stats, reporter)
         stats.measured += len(results)
         stats.failed += failed
         reporter.advance(len(results), failed)
+
+
+def _note_load(cores: float, programs: int, stats: CollectStats, reporter: Any) -> None:
+    """Count programs timed while other processes took the CPU; warn the first time."""
+    if cores < BUSY_CORES:
+        return
+    if not stats.busy_measured:
+        reporter.status(f"warning: other processes are using {cores:.1f} cores while programs are timed; "
+                        "these timings can be several times too slow and out of order (docs/measurement.md, Noise)")
+    stats.busy_measured += programs
+    stats.busy_cores = max(stats.busy_cores, cores)
 
 
 class _SilentReporter:

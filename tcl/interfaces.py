@@ -123,6 +123,9 @@ class HardwareBackend(abc.ABC):
     """Builds and times candidate programs on the hardware a profile describes."""
 
     name: str
+    #: Whether programs run on this machine, so that other processes here can slow them
+    #: (collection then watches this machine's load; an RPC backend times elsewhere).
+    times_on_this_host: bool = True
 
     def __init__(self, profile: "HardwareProfile") -> None:
         self.profile = profile

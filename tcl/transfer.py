@@ -31,8 +31,11 @@ from tcl.programs import ProgramSet
 ADAPT_TASKS, ADAPT_POOL, ADAPT_RECORDS = "tasks", "pool", "records"
 
 
-def load_platform(data_dir: Path, profile: str, held_out: Sequence[str] = ()) -> tuple[ProgramSet, ProgramSet]:
-    """``(train, held)``: a profile's successfully measured records, held-out networks' tasks apart."""
+def load_platform(data_dir: Path, profile: str, held_out: Sequence[str] = (),
+                  eval_dir: Path | None = None) -> tuple[ProgramSet, ProgramSet]:
+    """``(train, held)``: a profile's successfully measured records, held-out networks' tasks
+    apart; with ``eval_dir`` the held-out tasks are those networks' records there instead
+    (e.g. data/idle, measured again on an idle machine)."""
     from tcl.database import load_records
     from tcl.training import clean_records, split_by_network
 
@@ -41,7 +44,11 @@ def load_platform(data_dir: Path, profile: str, held_out: Sequence[str] = ()) ->
         raise TclError(f"{data_dir}: no successful records of profile {profile}")
     if not held_out:
         return records, ProgramSet(profile=profile)
-    return split_by_network(records, held_out)
+    train, held = split_by_network(records, held_out)
+    if eval_dir is not None:
+        evaluation, _ = clean_records(load_records(eval_dir, profile=profile))
+        _, held = split_by_network(evaluation, held_out)
+    return train, held
 
 
 def select_sample(records: ProgramSet, sampler: str, budget: float, *, model: CostModel | None = None,
@@ -178,18 +185,20 @@ def run_sequence(*, profiles: Sequence[str], strategy: str, data_dir: Path, budg
                  held_out_networks: Sequence[str] = (), seed: int = 0, teacher: Path | None = None,
                  model: str = "mamba", base_epochs: int | None = None, options: Mapping[str, Any] | None = None,
                  out_dir: Path | None = None, threads: int | None = 1,
-                 sampler_uses_model: bool = False, base: tuple[CostModel, float] | None = None) -> dict[str, Any]:
+                 sampler_uses_model: bool = False, base: tuple[CostModel, float] | None = None,
+                 eval_dir: Path | None = None) -> dict[str, Any]:
     """Walk ``profiles`` in order: the first platform's model (``teacher``, ``base`` as
     :func:`train_base` returns it, or ``model`` trained on all its records) is carried to each
     next one with ``strategy`` and a ``budget`` sample. One row per platform: Top-1/Top-5 on its
     held-out tasks, on every earlier platform's (forgetting), parameters, training seconds,
-    programs measured and trained on."""
+    programs measured and trained on. ``eval_dir``: score held-out networks on their records
+    there (see :func:`load_platform`)."""
     from tcl.evaluation import load_checkpoint
 
     if len(profiles) < 2:
         raise TclError("a transfer sequence needs two or more profiles")
     _strategy(strategy, True, options)
-    platforms = {p: load_platform(data_dir, p, held_out_networks) for p in profiles}
+    platforms = {p: load_platform(data_dir, p, held_out_networks, eval_dir) for p in profiles}
     first_train, first_held = platforms[profiles[0]]
     start = time.perf_counter()
     if teacher is not None:
@@ -256,6 +265,7 @@ def adapt(*, profile: Any, teacher: Path, pool_dir: Path, out: Path, work_dir: P
     model.save(out)
     row = {"profile": profile.name, "strategy": strategy, "parameters": parameter_count(model),
            "train_s": round(seconds, 3), "programs_measured": len(measured), "programs_trained": trained,
-           "measured_now": stats.measured, "failed_now": stats.failed, "already_measured": stats.skipped_done}
+           "measured_now": stats.measured, "failed_now": stats.failed, "already_measured": stats.skipped_done,
+           "measured_under_load": stats.busy_measured}
     _notify(strategy, profile.name, row)
     return {**row, "checkpoint": str(out), "work_dir": str(work_dir), "teacher": str(teacher)}

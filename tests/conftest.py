@@ -3,9 +3,11 @@ runner for the real ``tcl`` command."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -87,3 +89,19 @@ def run_tcl_json(*args: str, env: dict[str, str] | None = None):
     proc = run_tcl(*args, "--json", env=env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+@contextlib.contextmanager
+def foreign_busy_loop(seconds: int = 60):
+    """A busy loop that is not a descendant of this process (its parent shell exits at once,
+    so it is re-parented): to the code under test it is someone else's work on the machine."""
+    out = subprocess.run(["sh", "-c", f"timeout {seconds} sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!"],
+                         capture_output=True, text=True, check=True)
+    pid = int(out.stdout.strip())
+    try:
+        yield pid
+    finally:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass

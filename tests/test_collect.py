@@ -111,3 +111,14 @@ def test_ctrl_c_stops_without_false_error_records(workload_dir, tmp_path):
     rerun = run_tcl(*collect_args(workload_dir, out, 12, "--batch-size", "2"))
     assert rerun.returncode == 0, rerun.stderr
     assert len([p for _, progs in load_records(out) for p in progs]) == 12
+
+
+def test_collect_warns_about_programs_timed_while_others_use_the_cpu(workload_dir, tmp_path):
+    from conftest import foreign_busy_loop
+
+    with foreign_busy_loop(), foreign_busy_loop():
+        proc = run_tcl(*collect_args(workload_dir, tmp_path / "records", 4, "--batch-size", "2"))
+    assert proc.returncode == 0, proc.stderr
+    assert "measured 4 programs" in proc.stdout
+    assert "of them were timed while other processes used up to" in proc.stderr
+    assert "warning: other processes are using" in proc.stderr

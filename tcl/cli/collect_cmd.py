@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,4 +54,8 @@ def run(args: argparse.Namespace) -> int:
     rate = stats.measured / stats.seconds if stats.seconds > 0 else 0.0
     print(f"measured {stats.measured} programs ({stats.failed} failed) in {stats.seconds:.1f} s "
           f"({rate:.2f} prog/s); {stats.skipped_done} were already measured; records in {args.out}")
+    if stats.busy_measured:
+        print(f"warning: {stats.busy_measured} of them were timed while other processes used up to "
+              f"{stats.busy_cores:.1f} cores; for clean labels measure them again on an idle machine "
+              "(docs/measurement.md, Noise)", file=sys.stderr)
     return 0

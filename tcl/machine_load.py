@@ -1,0 +1,50 @@
+"""How much of the CPU other processes take while we measure.
+
+Timings taken while other work runs are not just slower: on a small machine a multi-threaded
+kernel waits for a thread the operating system gave to someone else, so its time grows by
+whole scheduler slices and programs swap places. Re-measuring 1,600 programs that had been
+timed beside other jobs gave a per-task Kendall tau of 0.12-0.75 against the idle timings
+(docs/measurement.md, "Noise"). Collection therefore watches for it and says so.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+#: Average cores taken by other processes above which a batch counts as measured under load.
+BUSY_CORES = 0.5
+
+
+def _tree_cpu_seconds(me: psutil.Process) -> float:
+    """CPU seconds of this process tree: each live process's own time plus what its reaped
+    children used (so a worker killed for a timeout still counts as ours once it is reaped)."""
+    total = 0.0
+    for proc in (me, *me.children(recursive=True)):
+        try:
+            user, system, children_user, children_system = proc.cpu_times()[:4]
+        except psutil.Error:  # exited between listing and reading
+            continue
+        total += user + system + children_user + children_system
+    return total
+
+
+def _busy_cpu_seconds() -> float:
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+
+
+class OtherLoad:
+    """Cores used by processes outside this process tree, averaged between calls of :meth:`sample`."""
+
+    def __init__(self) -> None:
+        self._me = psutil.Process()
+        self._time, self._busy, self._own = time.monotonic(), _busy_cpu_seconds(), _tree_cpu_seconds(self._me)
+
+    def sample(self) -> float:
+        now, busy, own = time.monotonic(), _busy_cpu_seconds(), _tree_cpu_seconds(self._me)
+        wall = now - self._time
+        others = (busy - self._busy) - (own - self._own)
+        self._time, self._busy, self._own = now, busy, own
+        return max(0.0, others / wall) if wall > 0 else 0.0
