@@ -15,6 +15,7 @@ from tcl.database import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ROOT / "data" / "bundled"
+IDLE = ROOT / "data" / "idle"
 
 
 def write_config(folder: Path, text: str, name: str = "exp.toml") -> Path:
@@ -68,9 +69,24 @@ def test_models_smoke_config_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert [r["model"] for r in rows] == ["tlp", "mamba"]
-    held = [t for t in load_records(BUNDLED, profile="x86-avx2").tasks.values() if "bert-tiny" in t.networks]
+    # held-out bert-tiny is scored on its idle re-measurement (eval_data), not on data/bundled
+    held = [t for t in load_records(IDLE, profile="x86-avx2").tasks.values() if "bert-tiny" in t.networks]
     assert all(0 < r["top1"] <= 1 and r["held_tasks"] == len(held) for r in rows)
-    assert (out / "results.png").is_file() and (out / "config.resolved.json").is_file()
+    assert json.loads((out / "config.resolved.json").read_text())["experiment"]["eval_data"] == str(IDLE)
+    assert (out / "results.png").is_file()
+
+
+def test_eval_data_replaces_only_the_held_out_records():
+    from tcl.experiments._common import split
+
+    cfg = {"experiment": {"data": str(BUNDLED), "eval_data": str(IDLE), "held_out": ["bert-tiny"]}}
+    train, held = split(cfg, "x86-avx2")
+    bundled_train, bundled_held = split({"experiment": {**cfg["experiment"], "eval_data": None}}, "x86-avx2")
+    assert set(train.tasks) == set(bundled_train.tasks) and len(train) == len(bundled_train)
+    idle = load_records(IDLE, profile="x86-avx2").measured()
+    assert set(held.tasks) <= set(bundled_held.tasks)
+    for key in held.tasks:
+        assert sorted(p.latency for p in held.programs[key]) == sorted(p.latency for p in idle.programs[key])
 
 
 TRANSFER = """
@@ -122,6 +138,8 @@ def test_transfer_config_runs_the_sequence(tmp_path):
     (SAMPLING.replace("SAMPLERS", '"rdu"'), "[sampling] samplers must be list[str], got 'rdu'"),
     (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('"sampling"', '"sampler"'),
      "[experiment] unknown kind 'sampler'; kinds: models, sampling"),
+    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('held_out =', 'eval_data = "."\nheld_out ='),
+     "[experiment] eval_data: no records of 'x86-avx2' under "),
     (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('"bert-tiny"', '"gpt-2"'),
      "[experiment] held_out: gpt-2 not in the x86-avx2 records; networks there: bert-tiny, gpt-block"),
     ("[experiment]\nkind = \"models\"\ndata = \"DATA\"\nprofiles = [\"x86-avx2\"]\nheld_out = [\"bert-tiny\"]\n"

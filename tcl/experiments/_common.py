@@ -27,32 +27,48 @@ RECORDS = {
     "data": ("path", REQUIRED),
     "held_out": ("list[str]", REQUIRED),
     "feature_cache": ("path", None),  # None: tcl's default feature cache
+    # score held-out networks on their records in this directory instead of those in data
+    # (e.g. data/idle: the same programs measured again on an idle machine)
+    "eval_data": ("path", None),
 }
 
 METRICS = ("top1", "top5", "pairwise")
 
 
 def check_data(cfg: Mapping[str, Any]) -> None:
-    """Every profile has records under ``data`` and every held-out network occurs there."""
-    from tcl.database import find_databases, read_manifest
-
+    """Every profile has records under ``data`` (and ``eval_data``) and every held-out
+    network occurs there."""
     exp = cfg["experiment"]
     if not exp["profiles"] or not exp["seeds"] or not exp["held_out"]:
         raise TclError("[experiment] profiles, held_out and seeds must not be empty")
+    for key in ("data", "eval_data"):
+        if exp[key] is not None:
+            _check_networks(key, Path(exp[key]), exp["profiles"], exp["held_out"])
+
+
+def _check_networks(key: str, data: Path, profiles: Sequence[str], held_out: Sequence[str]) -> None:
+    from tcl.database import find_databases, read_manifest
+
     networks: dict[str, set[str]] = {}
-    for db in find_databases(Path(exp["data"])):
+    for db in find_databases(data):
         manifest = read_manifest(db) or {}
         if manifest.get("profile"):
             nets = networks.setdefault(manifest["profile"], set())
             nets.update(n for t in manifest.get("tasks", ()) for n in t.get("networks", ()))
-    for profile in exp["profiles"]:
+    for profile in profiles:
         if profile not in networks:
-            raise TclError(f"[experiment] profiles: no records of '{profile}' under {exp['data']}; "
+            raise TclError(f"[experiment] {key}: no records of '{profile}' under {data}; "
                            f"profiles there: {', '.join(sorted(networks)) or 'none'}")
-        missing = sorted(set(exp["held_out"]) - networks[profile])
+        missing = sorted(set(held_out) - networks[profile])
         if missing:
-            raise TclError(f"[experiment] held_out: {', '.join(missing)} not in the {profile} records; "
+            where = "" if key == "data" else f" of {key} {data}"
+            raise TclError(f"[experiment] held_out: {', '.join(missing)} not in the {profile} records{where}; "
                            f"networks there: {', '.join(sorted(networks[profile]))}")
+
+
+def eval_dir(cfg: Mapping[str, Any]) -> Path | None:
+    value = cfg["experiment"]["eval_data"]
+    return None if value is None else Path(value)
 
 
 def check_model(registry: Any, cfg: dict[str, Any], name: str, options: Mapping[str, Any]) -> None:
@@ -71,12 +87,16 @@ def model_options(cfg: Mapping[str, Any], options: Mapping[str, Any]) -> dict[st
 
 
 def split(cfg: Mapping[str, Any], profile: str) -> tuple[ProgramSet, ProgramSet]:
-    """(training networks, held-out networks) of ``profile``'s measured records."""
+    """(training networks, held-out networks) of ``profile``'s measured records; the held-out
+    ones from ``eval_data`` when it is set."""
     from tcl.database import load_records
     from tcl.training import split_by_network
 
-    records = load_records(cfg["experiment"]["data"], profile=profile).measured()
-    return split_by_network(records, cfg["experiment"]["held_out"])
+    exp = cfg["experiment"]
+    train, held = split_by_network(load_records(exp["data"], profile=profile).measured(), exp["held_out"])
+    if exp["eval_data"] is not None:
+        _, held = split_by_network(load_records(exp["eval_data"], profile=profile).measured(), exp["held_out"])
+    return train, held
 
 
 def fit_score(registry: Any, name: str, options: Mapping[str, Any], train: ProgramSet, held: ProgramSet,

@@ -15,7 +15,7 @@ import numpy as np
 
 from tcl.errors import TclError
 from tcl.experiments import plugin
-from tcl.experiments._common import RECORDS, check_data, summarize
+from tcl.experiments._common import RECORDS, check_data, eval_dir, summarize
 
 SCHEMA = {
     "experiment": RECORDS,
@@ -75,7 +75,8 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
                                   budget=tr["budget"], sampler=tr["sampler"], held_out_networks=exp["held_out"],
                                   seed=seed, model=tr["model"], base_epochs=tr["base_epochs"],
                                   options=tr["options"].get(strategy, {}), threads=exp["threads"],
-                                  sampler_uses_model=tr["sampler_uses_model"], base=bases[seed])
+                                  sampler_uses_model=tr["sampler_uses_model"], base=bases[seed],
+                                  eval_dir=eval_dir(cfg))
             per_seed.append(result["rows"])
         for i, first in enumerate(per_seed[0]):
             runs = [_flat(seed_rows[i]) for seed_rows in per_seed]
