@@ -36,6 +36,7 @@ import attrs
 import numpy as np
 
 from tcl.errors import TclError
+from tcl.machine_load import BUSY_CORES, OtherLoad
 
 TVM_MODELS = ("xgb", "random")
 CURVE_FILE = "tune_curve.json"
@@ -178,15 +179,18 @@ class Curve:
     def seconds(self) -> float:
         return self.time_offset + time.perf_counter() - self.started
 
-    def add_batch(self, task_id: int, run_secs: Sequence[Sequence[float] | None]) -> dict[str, Any]:
+    def add_batch(self, task_id: int, run_secs: Sequence[Sequence[float] | None],
+                  other_cores: float | None = None) -> dict[str, Any]:
         for secs in run_secs:
-            if secs and all(0 < s < 1e9 for s in secs):
-                self.best[task_id] = min(self.best[task_id], float(np.mean(secs)))
+            if secs and all(0 < s < 1e9 for s in secs):  # fastest repeat, as Program.latency
+                self.best[task_id] = min(self.best[task_id], float(np.min(secs)))
         self.trials += len(run_secs)
         self.rounds += 1
         point = {"round": self.rounds, "trials": self.trials, "seconds": round(self.seconds(), 3),
                  "task": self.names[task_id], "task_best_s": _finite(self.best[task_id]),
                  "estimate_s": self.estimate()}
+        if other_cores is not None:  # measured while other processes took that many cores
+            point["other_cores"] = round(other_cores, 2)
         self.points.append(point)
         self.save()
         return point
@@ -229,10 +233,12 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _progress_callback(curve: Curve, network: str, report: Callable[[str], None], interrupted: threading.Event) -> Any:
+def _progress_callback(curve: Curve, network: str, report: Callable[[str], None], interrupted: threading.Event,
+                       load: OtherLoad | None) -> Any:
     """A MetaSchedule measure callback feeding :class:`Curve` and the ``tcl_on_tuning_round_end``
     hook. It runs before MetaSchedule's own callbacks, so raising here on Ctrl-C keeps the
-    interrupted batch out of the database."""
+    interrupted batch out of the database. With ``load`` each round says when other
+    processes took the CPU meanwhile (its timings, and the tuning time, are then suspect)."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
@@ -247,14 +253,16 @@ def _progress_callback(curve: Curve, network: str, report: Callable[[str], None]
                 raise KeyboardInterrupt
             secs = [None if r.error_msg is not None or not r.run_secs else [float(s) for s in r.run_secs]
                     for r in runner_results]
-            point = curve.add_batch(int(task_id), secs)
+            busy = load.sample() if load is not None else 0.0
+            point = curve.add_batch(int(task_id), secs, busy if busy >= BUSY_CORES else None)
             failed = sum(s is None for s in secs)
             est = point["estimate_s"]
             best = point["task_best_s"]
             report(f"round {point['round']}: {point['trials']} trials, {point['seconds']:.0f}s, task "
                    f"{point['task']} best " + (f"{best * 1e3:.4f} ms" if best is not None else "none") +
                    f" ({failed} failed), estimate "
-                   + (f"{est * 1e3:.4f} ms" if est is not None else "pending (tasks not yet measured)"))
+                   + (f"{est * 1e3:.4f} ms" if est is not None else "pending (tasks not yet measured)")
+                   + (f"; warning: other processes used {busy:.1f} cores" if busy >= BUSY_CORES else ""))
             if est is not None:
                 hook.tcl_on_tuning_round_end(network=network, round_index=point["round"], trials=point["trials"],
                                              best_latency_s=est)
@@ -318,7 +326,8 @@ def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, pop
     import tvm.s_tir.meta_schedule as ms
 
     with _deferred_interrupt(report) as interrupted:
-        callbacks = [_progress_callback(curve, name, report, interrupted),
+        load = OtherLoad() if backend.times_on_this_host else None
+        callbacks = [_progress_callback(curve, name, report, interrupted, load),
                      *ms.measure_callback.MeasureCallback.create("default")]
         try:
             ms.tune_tasks(tasks=_tune_contexts(tasks, target, seed, population),
@@ -397,6 +406,7 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     result = {"network": name, "profile": prof.name, "method": method.label, "trials": trials,
               "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
               "tuning_s": tuning_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
+              "rounds_under_load": sum("other_cores" in point for point in curve.points),
               **check, "curve": curve.as_dict(), "out_dir": str(out_dir)}
     write_atomic(out_dir / RESULT_FILE, json.dumps(result, indent=1) + "\n")
     if plot:
@@ -584,7 +594,8 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
                      "torch_ms": _ms(r["torch_latency_s"]), "vs_torch": r["torch_latency_s"] / r["latency_s"],
                      "time_to_baseline_best_s": t, "trials_to_baseline_best": n,
                      "search_speedup": (base_time / t) if (t and base_time) else None,
-                     "latency_vs_baseline": base["latency_s"] / r["latency_s"]})
+                     "latency_vs_baseline": base["latency_s"] / r["latency_s"],
+                     "rounds_under_load": r["rounds_under_load"]})
     summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": labels[0],
                "rows": rows}
     write_atomic(out_dir / "compare.json", json.dumps({**summary, "results": results}, indent=1) + "\n")

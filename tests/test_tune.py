@@ -176,3 +176,17 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tiny_net, tmp_path, cap
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tcl: error: ") and message in lines[0], err
     assert not (tmp_path / "out" / "database_tuning_record.json").exists()
+
+
+def test_curve_keeps_the_fastest_repeat_and_marks_rounds_timed_under_load(tmp_path):
+    from tcl.programs import Task
+    from tcl.tune import Curve
+
+    tasks = [Task(key="a", name="a", weight=2.0), Task(key="b", name="b", weight=1.0)]
+    curve = Curve(tmp_path / "curve.json", "m", tasks, None, {}, 0)
+    first = curve.add_batch(0, [[3e-3, 1e-3, 2e-3], None])
+    assert first["task_best_s"] == 1e-3 and first["estimate_s"] is None and "other_cores" not in first
+    second = curve.add_batch(1, [[5e-4]], other_cores=1.3)
+    assert second["estimate_s"] == 2 * 1e-3 + 5e-4 and second["other_cores"] == 1.3
+    saved = json.loads((tmp_path / "curve.json").read_text())
+    assert [("other_cores" in p) for p in saved["points"]] == [False, True]

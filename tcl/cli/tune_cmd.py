@@ -4,6 +4,7 @@ compare several (``--compare``)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ def run_tune(args: argparse.Namespace) -> int:
         print("est: sum of task weight x best task latency; s/trials to base: to reach the baseline's final est; "
               "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours")
         print(f"curves: {args.out / 'compare.png'}; all numbers: {args.out / 'compare.json'}")
+        _warn_load({row["method"]: row["rounds_under_load"] for row in summary["rows"]})
         return 0
     result = tune_network(args.network, args.profile, args.cost_model, args.trials, args.out, online=args.online,
                           **common)
@@ -79,7 +81,16 @@ def run_tune(args: argparse.Namespace) -> int:
           f"task-weighted estimate {_fmt(result['estimate_s'] and result['estimate_s'] * 1e3)} ms; "
           f"output matches torch (max rel. error {result['max_rel_error']:.2g})")
     print(f"records, curve and plot in {args.out}")
+    _warn_load({result["method"]: result["rounds_under_load"]})
     return 0
+
+
+def _warn_load(rounds_under_load: dict[str, int]) -> None:
+    busy = {method: n for method, n in rounds_under_load.items() if n}
+    if busy:
+        where = ", ".join(f"{n} of {method}'s" for method, n in busy.items())
+        print(f"warning: other processes took the CPU in {where} tuning rounds; their timings and tuning times are "
+              "suspect (docs/measurement.md, Noise)", file=sys.stderr)
 
 
 def _fmt(value: Any) -> Any:
