@@ -15,6 +15,10 @@ if awk -v l="$load" -v c="$cores" 'BEGIN { exit !(l > c / 2) }'; then
   echo "collect_idle.sh: load average $load on $cores cores; stop other work first (timings would be noisy)" >&2
   exit 2
 fi
+if [ ! -d "$WORK" ] && [ -d data/idle ]; then  # a fresh clone: continue from what data/idle holds
+  mkdir -p "$WORK"
+  for p in data/idle/x86-*; do "$TCL" dataset unpack "$p" --out "$WORK/$(basename "$p")"; done
+fi
 [ -d "$WORK/pool" ] || "$TCL" dataset unpack data/bundled/pool --out "$WORK/pool"
 pack() {  # the measured profiles only: the pool stays in data/bundled/pool
   rm -rf data/idle.new data/idle.old && mkdir data/idle.new
