@@ -38,7 +38,7 @@ def test_import_reads_back_as_programs(tmp_path):
         assert prog.source == "tenset"
         assert prog.trace == line["i"][1][1]  # the steps, verbatim
         if line["r"][1] == 0:
-            assert prog.ok and math.isclose(prog.latency, float(np.mean(line["r"][0])), rel_tol=1e-15)
+            assert prog.ok and math.isclose(prog.latency, float(np.min(line["r"][0])), rel_tol=1e-15)  # fastest repeat
         else:
             assert not prog.ok and prog.run_secs is None
     assert ps.programs[dense][2].error == "build: auto_scheduler error_no 2 (COMPILE_HOST)"
