@@ -268,9 +268,9 @@ def _measure_task(task: Task, traces: Sequence[Any], backend: Any, writer: Any, 
         reporter.advance(len(results), failed)
 
 
-def _note_load(cores: float, programs: int, stats: CollectStats, reporter: Any) -> None:
+def _note_load(cores: float | None, programs: int, stats: CollectStats, reporter: Any) -> None:
     """Count programs timed while other processes took the CPU; warn the first time."""
-    if cores < BUSY_CORES:
+    if cores is None or cores < BUSY_CORES:
         return
     if not stats.busy_measured:
         reporter.status(f"warning: other processes are using {cores:.1f} cores while programs are timed; "

@@ -15,6 +15,9 @@ import psutil
 
 #: Average cores taken by other processes above which a batch counts as measured under load.
 BUSY_CORES = 0.5
+#: Shortest interval judged: CPU times tick in 10 ms steps, so over a few milliseconds one
+#: tick would read as a whole busy core.
+MIN_INTERVAL_S = 1.0
 
 
 def _tree_cpu_seconds(me: psutil.Process) -> float:
@@ -36,15 +39,22 @@ def _busy_cpu_seconds() -> float:
 
 
 class OtherLoad:
-    """Cores used by processes outside this process tree, averaged between calls of :meth:`sample`."""
+    """Cores used by processes outside this process tree, averaged between calls of :meth:`sample`.
+
+    A call less than ``MIN_INTERVAL_S`` after the last judged one returns None and leaves the
+    interval open, so quick successive calls (tuning rounds) are judged together.
+    """
 
     def __init__(self) -> None:
         self._me = psutil.Process()
         self._time, self._busy, self._own = time.monotonic(), _busy_cpu_seconds(), _tree_cpu_seconds(self._me)
 
-    def sample(self) -> float:
-        now, busy, own = time.monotonic(), _busy_cpu_seconds(), _tree_cpu_seconds(self._me)
+    def sample(self) -> float | None:
+        now = time.monotonic()
         wall = now - self._time
+        if wall < MIN_INTERVAL_S:
+            return None
+        busy, own = _busy_cpu_seconds(), _tree_cpu_seconds(self._me)
         others = (busy - self._busy) - (own - self._own)
         self._time, self._busy, self._own = now, busy, own
-        return max(0.0, others / wall) if wall > 0 else 0.0
+        return max(0.0, others / wall)

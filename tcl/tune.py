@@ -253,7 +253,7 @@ def _progress_callback(curve: Curve, network: str, report: Callable[[str], None]
                 raise KeyboardInterrupt
             secs = [None if r.error_msg is not None or not r.run_secs else [float(s) for s in r.run_secs]
                     for r in runner_results]
-            busy = load.sample() if load is not None else 0.0
+            busy = (load.sample() if load is not None else None) or 0.0  # None: too soon to judge
             point = curve.add_batch(int(task_id), secs, busy if busy >= BUSY_CORES else None)
             failed = sum(s is None for s in secs)
             est = point["estimate_s"]

@@ -34,3 +34,10 @@ def test_our_own_busy_child_is_not_counted_and_a_foreign_loop_is():
         load.sample()
         time.sleep(1.5)
         assert load.sample() >= BUSY_CORES
+
+
+def test_calls_closer_than_the_minimum_interval_are_not_judged():
+    load = OtherLoad()
+    assert load.sample() is None  # milliseconds after the start: one CPU tick would read as a core
+    time.sleep(1.1)
+    assert isinstance(load.sample(), float)
