@@ -53,7 +53,7 @@ def main() -> None:
         best = min(_timed(predict) for _ in range(args.repeat))
         return {"predicts_per_s": round(len(candidates) / best, 1), "ms_per_call": round(best * 1e3, 2)}
 
-    results = {}
+    results = {"trace_json_ms_per_trace": _trace_json_times(candidates)}
     xgb = ms.cost_model.CostModel.create("xgb", num_tuning_cores=1)
     train = [ms.MeasureCandidate(trace_to_schedule(context.mod, p.trace), arg_info) for p in measured]
     xgb.update(context, train, [RunnerResult(list(p.run_secs), None) for p in measured])
@@ -67,6 +67,23 @@ def main() -> None:
                                              **rate(lambda: state.predict(context, candidates))}
     print(json.dumps({"bench": "bridge_predict", "task": task.name, "candidates": len(candidates),
                       "trained_xgb_on": len(measured), "torch_threads": 1, "results": results}))
+
+
+def _trace_json_times(candidates) -> dict:
+    """Trace JSON of the population, TVM's ``as_json`` route against the memoized one
+    (from an empty memo, then warm), side by side; checks they agree."""
+    from tcl.trace_json import TraceJson, plain_json
+
+    traces = [c.sch.trace for c in candidates]
+    reference = [plain_json(t.as_json(remove_postproc=False)) for t in traces]
+    as_json_s = _timed(lambda: [plain_json(t.as_json(remove_postproc=False)) for t in traces])
+    convert = TraceJson()
+    cold_s = _timed(lambda: [convert(t) for t in traces])
+    warm_s = _timed(lambda: [convert(t) for t in traces])
+    assert [convert(t) for t in traces] == reference
+    per = 1e3 / len(traces)
+    return {"as_json": round(as_json_s * per, 3), "memo_cold": round(cold_s * per, 3),
+            "memo_warm": round(warm_s * per, 3), "memo_lines": len(convert.lines)}
 
 
 def _timed(fn) -> float:

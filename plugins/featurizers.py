@@ -228,7 +228,7 @@ class TraceSeqFeaturizer(Featurizer):
                     rows, first_post = _tenset_rows(trace, L, tab), L
                 else:
                     if type(trace) is not list:  # a live Trace / Schedule, or TVM containers
-                        from tcl.pools import trace_to_json
+                        from tcl.trace_json import trace_to_json
 
                         trace = trace_to_json(trace if trace is not None else prog.schedule)
                     rows, first_post = _ms_rows(trace, L, tab, self._kind_info, memo)

@@ -78,6 +78,7 @@ from tcl.database import tvm_json_dumps, tvm_version, workload_module, workload_
 from tcl.errors import TclError
 from tcl.programs import Program, ProgramSet, Task
 from tcl.tasks import as_target
+from tcl.trace_json import plain_json, trace_to_json
 
 log = logging.getLogger(__name__)
 
@@ -89,28 +90,6 @@ POOL_CANDIDATES = "candidates.json"
 
 
 # ---- plain JSON and keys -----------------------------------------------------------------
-
-
-def plain_json(obj: Any) -> Any:
-    """``obj`` with TVM containers and scalars (Array, Map, IntImm, FloatImm, String) turned
-    into Python lists, dicts, ints, floats and strs. ``Trace.as_json()`` keeps IntImm/FloatImm."""
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        if isinstance(obj, str) and type(obj) is not str:
-            return str(obj)
-        return obj
-    if isinstance(obj, Mapping):
-        return {str(k): plain_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [plain_json(x) for x in obj]
-    value = getattr(obj, "value", None)
-    if isinstance(value, (bool, int, float)):  # IntImm / FloatImm (their type is in .ty)
-        return bool(value) if str(getattr(obj, "ty", "")) == "bool" else value
-    try:  # tvm_ffi Array / Map are sequences / mappings without subclassing list/dict
-        if hasattr(obj, "items"):
-            return {str(k): plain_json(v) for k, v in obj.items()}
-        return [plain_json(x) for x in obj]
-    except TypeError:
-        raise TypeError(f"not JSON-like: {type(obj).__name__}") from None
 
 
 def _canonical(obj: Any) -> Any:
@@ -143,17 +122,6 @@ def program_key(trace_json: Any) -> str:
     object), a ``Trace`` or a ``Schedule``.
     """
     return hashlib.sha256(canonical_json(trace_to_json(trace_json)).encode()).hexdigest()[:32]
-
-
-def trace_to_json(obj: Any) -> Any:
-    """``[insts, decisions]`` of a Schedule or Trace (postprocessing kept, as TVM records it);
-    JSON-like objects pass through as plain JSON."""
-    trace = getattr(obj, "trace", None)
-    if trace is not None and not callable(trace) and hasattr(trace, "as_json"):  # a Schedule
-        obj = trace
-    if hasattr(obj, "as_json") and hasattr(obj, "insts"):  # a Trace
-        return plain_json(obj.as_json(remove_postproc=False))
-    return plain_json(obj)
 
 
 # ---- TVM helpers -------------------------------------------------------------------------
