@@ -27,6 +27,8 @@ def main() -> None:
     parser.add_argument("--profile", default="x86-avx2")
     parser.add_argument("--candidates", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--extract-threads", type=int, default=os.cpu_count() or 1,
+                        help="TVM feature-extraction threads for XGB (our per-store featurizer uses the physical cores)")
     args = parser.parse_args()
 
     import numpy as np
@@ -44,7 +46,7 @@ def main() -> None:
     target = get_profile(args.profile).tvm_target()
     records = load_records(args.data)
     task, measured = max(((t, [p for p in progs if p.ok]) for t, progs in records), key=lambda tp: len(tp[1]))
-    context = tune_context(task.module(), target)
+    context = tune_context(task.module(), target, num_threads=args.extract_threads)  # as tuning gives XGB
     arg_info = ms.arg_info.ArgInfo.from_prim_func(context.mod["main"])
     candidates = [ms.MeasureCandidate(s, arg_info) for s in generate_pool(context.mod, target, args.candidates)]
 
@@ -66,7 +68,7 @@ def main() -> None:
         results[f"{model.name} ({path})"] = {"featurizer": model.featurizer.name,
                                              **rate(lambda: state.predict(context, candidates))}
     print(json.dumps({"bench": "bridge_predict", "task": task.name, "candidates": len(candidates),
-                      "trained_xgb_on": len(measured), "torch_threads": 1, "results": results}))
+                      "trained_xgb_on": len(measured), "torch_threads": 1, "extract_threads": args.extract_threads, "results": results}))
 
 
 def _trace_json_times(candidates) -> dict:

@@ -640,16 +640,17 @@ PER_STORE_WIDTH = 164
 class PerStoreFeaturizer(Featurizer):
     """TVM's ``PerStoreFeature`` (module doc). Options: ``target`` (dict or Target; only
     whether its keys include ``gpu`` matters), ``batch`` (candidates per TVM call),
-    ``num_threads`` (TVM's extraction threads)."""
+    ``num_threads`` (TVM's extraction threads; default: the physical cores, as MetaSchedule's
+    tuning uses for the XGB model's extraction, so both extract at the same speed in a search)."""
 
     name = "per-store"
     version = "1"
     width = PER_STORE_WIDTH
 
-    def __init__(self, target: Any = None, batch: int = 64, num_threads: int = 1) -> None:
+    def __init__(self, target: Any = None, batch: int = 64, num_threads: int | None = None) -> None:
         self._target_spec = target if target is not None else {"kind": "llvm"}
         self.batch = max(1, int(batch))
-        self.num_threads = max(1, int(num_threads))
+        self.num_threads = None if num_threads is None else max(1, int(num_threads))
         self._target = None
         self._extractor = None
         self._contexts: dict[str, tuple[Any, Any, list[Any]]] = {}  # task key -> (mod, ctx, args_info)
@@ -687,7 +688,7 @@ class PerStoreFeaturizer(Featurizer):
             target = self._tvm_target()
             mod = _as_module(task.module())
             ensure_tensor_intrinsics(target)
-            tc = ms.TuneContext(mod=mod, target=target, task_name=task.name, num_threads=self.num_threads)
+            tc = ms.TuneContext(mod=mod, target=target, task_name=task.name, num_threads=self.num_threads or "physical")
             args = list(ms.arg_info.ArgInfo.from_prim_func(mod["main"]))
             ctx = (mod, tc, args)
             if len(self._contexts) >= 64:

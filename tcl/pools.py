@@ -199,7 +199,7 @@ def ensure_tensor_intrinsics(target: Any) -> None:
         importlib.import_module(f"{name}.{sub}")
 
 
-def tune_context(mod: Any, target: Any, *, seed: int = 0, task_name: str = "main") -> Any:
+def tune_context(mod: Any, target: Any, *, seed: int = 0, task_name: str = "main", num_threads: int | str = 1) -> Any:
     """A ``TuneContext`` with the target's default space generator, rules, postprocs, mutators."""
     import tvm.s_tir.meta_schedule as ms
 
@@ -211,7 +211,7 @@ def tune_context(mod: Any, target: Any, *, seed: int = 0, task_name: str = "main
         space_generator=ms.space_generator.PostOrderApply(),
         task_name=task_name,
         rand_state=_rand_state(seed),
-        num_threads=1,
+        num_threads=num_threads,
     )
 
 
