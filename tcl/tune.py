@@ -559,10 +559,12 @@ def _time_to_reach(points: Sequence[Mapping[str, Any]], target_s: float | None, 
 def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out_dir: str | Path, *,
             online: bool = False, seed: int = 0, input_shape: Sequence[int] | None = None,
             trials_per_round: int | None = None, population: int = 512, repeats: int = 20,
-            profiles_dir: Sequence[str] = (), report: Callable[[str], None] | None = None) -> dict[str, Any]:
+            profiles_dir: Sequence[str] = (), report: Callable[[str], None] | None = None,
+            baseline: str | None = None) -> dict[str, Any]:
     """Tune ``network`` with each of ``methods`` in turn (each in ``out_dir/<label>``) and
-    compare them with the first: ``{"rows": [...], "baseline": label, ...}``. Online
-    fine-tuning applies to our checkpoints only."""
+    compare them with ``baseline`` (a method as given or its label; default the first):
+    ``{"rows": [...], "baseline": label, ...}``. Online fine-tuning applies to our
+    checkpoints only."""
     from tcl.database import write_atomic
     from tcl.profiles import HardwareProfile, get_profile
 
@@ -573,6 +575,7 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
     labels = [m.label for m in resolved]
     if len(set(labels)) != len(labels):
         raise TclError(f"--compare: methods repeat ({', '.join(labels)})")
+    base_label = labels[baseline_index(baseline, methods, labels)]
     net = resolve_network(network, input_shape, seed)
     out_dir = Path(out_dir)
     results = {}
@@ -581,7 +584,7 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
                                              trials_per_round=trials_per_round, population=population,
                                              repeats=repeats, report=report,
                                              plot=False)
-    base = results[labels[0]]
+    base = results[base_label]
     base_best = base["estimate_s"]
     base_time = _time_to_reach(base["curve"]["points"], base_best, "seconds")
     rows = []
@@ -596,11 +599,22 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
                      "search_speedup": (base_time / t) if (t and base_time) else None,
                      "latency_vs_baseline": base["latency_s"] / r["latency_s"],
                      "rounds_under_load": r["rounds_under_load"]})
-    summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": labels[0],
+    summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": base_label,
                "rows": rows}
     write_atomic(out_dir / "compare.json", json.dumps({**summary, "results": results}, indent=1) + "\n")
     plot_curves(results, out_dir / "compare.png", title=f"{base['network']} on {prof.name}, {trials} trials")
     return summary
+
+
+def baseline_index(baseline: str | None, methods: Sequence[str], labels: Sequence[str]) -> int:
+    """Which of the compared methods is the baseline: ``baseline`` names one as given or by
+    its label; None is the first."""
+    if baseline is None:
+        return 0
+    for i, (method, label) in enumerate(zip(methods, labels)):
+        if baseline in (method, label):
+            return i
+    raise TclError(f"baseline {baseline!r} is not one of the compared methods ({', '.join(labels)})")
 
 
 def _ms(seconds: float | None) -> float | None:

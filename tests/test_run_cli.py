@@ -129,6 +129,8 @@ def test_transfer_config_runs_the_sequence(tmp_path):
     (TRANSFER.replace("STRATEGIES", '["kd"]'), "unknown transfer strategy 'kd'; choices: continual-kd, fine-tune"),
     ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nnetwork = \"resnet-19\"\n",
      "unknown network 'resnet-19'; choices: "),
+    ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nmethods = [\"xgb\", \"random\"]\n"
+     "baseline = \"mlp\"\n", "baseline 'mlp' is not one of the compared methods (xgb, random)"),
     (SAMPLING.replace("SAMPLERS", '["rdu", "rdx"]'),
      "unknown sampler 'rdx'; choices: all, random, rdu, rdu-d, rdu-r, rdu-u"),
     (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('name = "tlp"', 'name = "gpt"'),

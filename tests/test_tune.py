@@ -95,6 +95,23 @@ def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoi
     assert min(p.latency for p in final) == pytest.approx(result["estimate_s"])
 
 
+def test_compare_measures_against_the_chosen_baseline(tiny_net, tmp_path, capsys):
+    from tcl.cli.main import main
+
+    out = tmp_path / "cmp"
+    assert main(["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
+                 "--compare", "random,xgb", "--baseline", "xgb", "--trials", "4", "--trials-per-round", "4",
+                 "--population", "32", "--repeats", "3", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    rows = {row["method"]: row for row in summary["rows"]}
+    assert summary["baseline"] == "xgb" and list(rows) == ["random", "xgb"]  # tuned in the order given
+    base, other = rows["xgb"], rows["random"]
+    assert base["latency_vs_baseline"] == 1.0 and base["search_speedup"] == 1.0
+    assert base["time_to_baseline_best_s"] > 0 and base["trials_to_baseline_best"] <= 4
+    assert other["latency_vs_baseline"] == pytest.approx(base["latency_ms"] / other["latency_ms"])
+    assert json.loads((out / "compare.json").read_text())["baseline"] == "xgb"
+
+
 def _candidates(n: int = 48):
     import tvm.s_tir.meta_schedule as ms
 
@@ -166,6 +183,10 @@ def test_online_needs_a_torch_model():
     (["--network", "NET:TinyMLP", "--input-shape", "1,x", "--profile", "x86-avx2", "--cost-model", "xgb"],
      "--input-shape '1,x'"),
     (["--network", "resnet-18", "--profile", "x86-avx2"], "exactly one of --cost-model and --compare"),
+    (["--network", "resnet-18", "--profile", "x86-avx2", "--compare", "xgb,random", "--baseline", "mlp"],
+     "baseline 'mlp' is not one of the compared methods (xgb, random)"),
+    (["--network", "resnet-18", "--profile", "x86-avx2", "--cost-model", "xgb", "--baseline", "xgb"],
+     "--baseline needs --compare"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tiny_net, tmp_path, capsys):
     from tcl.cli.main import main  # in-process: the same code path as the command, one import of TVM

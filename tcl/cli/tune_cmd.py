@@ -37,6 +37,9 @@ def add_parser(subparsers: Any) -> None:
     tune.add_argument("--out", type=Path, required=True, help="output directory (records, curve, result)")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--repeats", type=int, default=20, help="timing repeats of the final network (median)")
+    tune.add_argument("--baseline", default=None,
+                      help="with --compare: the method (as given, or its label) the others are compared "
+                           "with (default: the first)")
     tune.add_argument("--json", action="store_true", help="print the result as JSON")
     tune.set_defaults(handler=run_tune)
 
@@ -47,25 +50,30 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if (args.cost_model is None) == (args.compare is None):
         raise TclError("give exactly one of --cost-model and --compare")
+    if args.baseline is not None and args.compare is None:
+        raise TclError("--baseline needs --compare")
     shape = parse_shape(args.input_shape) if args.input_shape else None
     common = dict(seed=args.seed, input_shape=shape, trials_per_round=args.trials_per_round,
                   population=args.population, repeats=args.repeats,
                   profiles_dir=args.profiles_dir)
     if args.compare is not None:
         methods = comma_list(args.compare)
-        summary = compare(methods, args.network, args.profile, args.trials, args.out, online=args.online, **common)
+        summary = compare(methods, args.network, args.profile, args.trials, args.out, online=args.online,
+                          baseline=args.baseline, **common)
         if args.json:
             print_json(summary)
             return 0
         columns = {"method": "method", "measured_trials": "trials", "tuning_s": "tune s", "estimate_ms": "est ms",
                    "latency_ms": "e2e ms", "torch_ms": "torch ms", "vs_torch": "x torch",
                    "time_to_baseline_best_s": "s to base", "trials_to_baseline_best": "trials to base",
-                   "search_speedup": "speedup", "latency_vs_baseline": "e2e vs base"}
+                   "search_speedup": "speedup", "latency_vs_baseline": "e2e vs base",
+                   "rounds_under_load": "loaded rounds"}
         print_table(f"{summary['network']} on {summary['profile']}, {summary['trials']} trials; baseline "
                     f"{summary['baseline']}", list(columns.values()),
                     [[_fmt(row[c]) for c in columns] for row in summary["rows"]])
         print("est: sum of task weight x best task latency; s/trials to base: to reach the baseline's final est; "
-              "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours")
+              "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours; loaded rounds: "
+              "measured while other processes took the CPU")
         print(f"curves: {args.out / 'compare.png'}; all numbers: {args.out / 'compare.json'}")
         _warn_load({row["method"]: row["rounds_under_load"] for row in summary["rows"]})
         return 0
