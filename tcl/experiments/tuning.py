@@ -46,8 +46,8 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
     for method in tun["methods"]:
         if method in registry.names("cost_models"):
             plugin(registry, cfg, "cost_models", method)
+    methods = _methods(cfg)
     for profile in cfg["experiment"]["profiles"]:
-        methods = _methods(cfg)
         labels = [resolve_method(method, profile, tun["online"]).label for method in methods]
         baseline_index(_baseline(cfg), methods, labels)
 
