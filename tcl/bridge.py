@@ -69,7 +69,6 @@ class BridgeState:
         self.tasks: dict[tuple[str, int], Task] = {}
         self.scales: dict[str, ScoreScale] = {}
         self.measured: dict[str, list[Program]] = {}
-        self.stats = {"predict_calls": 0, "predicted": 0, "predict_s": 0.0, "updates": 0, "update_s": 0.0}
 
     def task_of(self, context: Any) -> Task:
         import tvm_ffi
@@ -89,7 +88,6 @@ class BridgeState:
             return np.asarray(self.model.predict(task, programs), dtype=np.float64).reshape(len(programs))
 
     def predict(self, context: Any, candidates: Sequence[Any]) -> np.ndarray:
-        start = time.perf_counter()
         if not candidates:
             return np.zeros((0,), dtype=np.float64)
         task = self.task_of(context)
@@ -97,16 +95,11 @@ class BridgeState:
         scale = self.scales.get(task.key)
         if scale is None:
             scale = self.scales[task.key] = ScoreScale(scores)
-        out = np.ascontiguousarray(scale(scores), dtype=np.float64)
-        self.stats["predict_calls"] += 1
-        self.stats["predicted"] += len(candidates)
-        self.stats["predict_s"] += time.perf_counter() - start
-        return out
+        return np.ascontiguousarray(scale(scores), dtype=np.float64)
 
     def update(self, context: Any, candidates: Sequence[Any], results: Sequence[Any]) -> None:
         if not self.online or not candidates:
             return
-        start = time.perf_counter()
         task = self.task_of(context)
         kept = self.measured.setdefault(task.key, [])
         for cand, res in zip(candidates, results):
@@ -117,8 +110,6 @@ class BridgeState:
         if len(kept) >= 2:
             self._fine_tune(task, kept)
             self.scales.pop(task.key, None)  # the model changed: scale anew
-        self.stats["updates"] += 1
-        self.stats["update_s"] += time.perf_counter() - start
 
     def _fine_tune(self, task: Task, programs: list[Program]) -> None:
         from tcl.training import TrainConfig, make_groups, train_ranking
@@ -159,3 +150,35 @@ class BridgeCostModel(PyCostModel):
 
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
         return self.state.predict(context, candidates)
+
+
+@derived_object
+class TimedCostModel(PyCostModel):
+    """Any MetaSchedule cost model (TVM's XGB or a :class:`BridgeCostModel`), counting the
+    calls and seconds of its ``predict`` and ``update``: what the cost model itself costs of
+    a tuning run, measured the same way for every method."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+        self.stats = {"predict_calls": 0, "predicted": 0, "predict_s": 0.0, "updates": 0, "update_s": 0.0}
+
+    def load(self, path: str) -> None:
+        self.inner.load(path)
+
+    def save(self, path: str) -> None:
+        self.inner.save(path)
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        start = time.perf_counter()
+        self.inner.update(context, candidates, results)
+        self.stats["updates"] += 1
+        self.stats["update_s"] += time.perf_counter() - start
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        start = time.perf_counter()
+        scores = self.inner.predict(context, candidates)
+        self.stats["predict_calls"] += 1
+        self.stats["predicted"] += len(candidates)
+        self.stats["predict_s"] += time.perf_counter() - start
+        return scores

@@ -140,15 +140,17 @@ def resolve_method(spec: str, profile: str, online: bool = False) -> Method:
 
 
 def _ms_cost_model(method: Method, seed: int) -> Any:
+    """The method as a MetaSchedule cost model, timed (``.stats``) whichever it is."""
     import tvm.s_tir.meta_schedule as ms
 
+    from tcl.bridge import BridgeCostModel, TimedCostModel
+
     if method.tvm_name is not None:
-        return ms.cost_model.CostModel.create(method.tvm_name, num_tuning_cores=1)
-    from tcl.bridge import BridgeCostModel
+        return TimedCostModel(ms.cost_model.CostModel.create(method.tvm_name, num_tuning_cores=1))
     from tcl.evaluation import load_checkpoint
 
-    return BridgeCostModel(load_checkpoint(method.checkpoint, verbose=False, threads=1), online=method.online,
-                           seed=seed)
+    return TimedCostModel(BridgeCostModel(load_checkpoint(method.checkpoint, verbose=False, threads=1),
+                                          online=method.online, seed=seed))
 
 
 # ---- progress and the curve ----------------------------------------------------------------
@@ -321,10 +323,12 @@ def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int
 
 def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, population: int, per_round: int,
                 remaining: int, backend: Any, method: Method, curve: Curve, name: str,
-                report: Callable[[str], None]) -> None:
-    """MetaSchedule's gradient task scheduler over ``tasks``; Ctrl-C ends it with KeyboardInterrupt."""
+                report: Callable[[str], None]) -> dict[str, Any]:
+    """MetaSchedule's gradient task scheduler over ``tasks``; Ctrl-C ends it with
+    KeyboardInterrupt. Returns the cost model's calls and seconds (``TimedCostModel.stats``)."""
     import tvm.s_tir.meta_schedule as ms
 
+    cost_model = _ms_cost_model(method, seed)
     with _deferred_interrupt(report) as interrupted:
         load = OtherLoad() if backend.times_on_this_host else None
         callbacks = [_progress_callback(curve, name, report, interrupted, load),
@@ -334,12 +338,12 @@ def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, pop
                           task_weights=[float(t.weight) for t in tasks], work_dir=str(out_dir),
                           max_trials_global=remaining, num_trials_per_iter=per_round, builder=backend.builder(),
                           runner=backend.runner(), database=ms.database.JSONDatabase(work_dir=str(out_dir)),
-                          cost_model=_ms_cost_model(method, seed), measure_callbacks=callbacks,
-                          task_scheduler="gradient")
+                          cost_model=cost_model, measure_callbacks=callbacks, task_scheduler="gradient")
         except BaseException:
             if interrupted.is_set():  # whatever the signal became on its way through TVM's C++
                 raise KeyboardInterrupt from None
             raise
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in cost_model.stats.items()}
 
 
 def default_trials_per_round(trials: int, n_tasks: int) -> int:
@@ -393,13 +397,17 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     report(f"tuning {name} ({len(tasks)} tasks) on {prof.name} with {method.label}: {remaining} of {trials} "
            f"trials left ({spent} already in {out_dir}), {per_round} per round")
     backend = discovery.registry().get("hardware_backends", prof.backend).factory(prof)
+    model_stats = None
     try:
         if remaining:
-            _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining, backend, method, curve,
-                        name, report)
+            model_stats = _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining, backend,
+                                      method, curve, name, report)
         tuning_s = curve.seconds() if remaining else curve.time_offset
         curve.save()
-        report(f"tuned in {tuning_s:.0f}s; compiling {name} with the best schedules")
+        spent_in_model = "" if model_stats is None else (
+            f" ({_model_seconds(model_stats):.0f}s of it in the cost model: {model_stats['predicted']} predictions, "
+            f"{model_stats['updates']} updates)")
+        report(f"tuned in {tuning_s:.0f}s{spent_in_model}; compiling {name} with the best schedules")
     finally:
         backend.close()
     check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats)
@@ -407,7 +415,7 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
               "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
               "tuning_s": tuning_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
               "rounds_under_load": sum("other_cores" in point for point in curve.points),
-              **check, "curve": curve.as_dict(), "out_dir": str(out_dir)}
+              "cost_model_stats": model_stats, **check, "curve": curve.as_dict(), "out_dir": str(out_dir)}
     write_atomic(out_dir / RESULT_FILE, json.dumps(result, indent=1) + "\n")
     if plot:
         plot_curves({method.label: result}, out_dir / PLOT_FILE, title=f"{name} on {prof.name}")
@@ -598,6 +606,7 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
                      "time_to_baseline_best_s": t, "trials_to_baseline_best": n,
                      "search_speedup": (base_time / t) if (t and base_time) else None,
                      "latency_vs_baseline": base["latency_s"] / r["latency_s"],
+                     "cost_model_s": _model_seconds(r.get("cost_model_stats")),
                      "rounds_under_load": r["rounds_under_load"]})
     summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": base_label,
                "rows": rows}
@@ -615,6 +624,11 @@ def baseline_index(baseline: str | None, methods: Sequence[str], labels: Sequenc
         if baseline in (method, label):
             return i
     raise TclError(f"baseline {baseline!r} is not one of the compared methods ({', '.join(labels)})")
+
+
+def _model_seconds(stats: Mapping[str, Any] | None) -> float | None:
+    """Seconds the cost model's predict and update took (None: nothing was tuned in this run)."""
+    return None if stats is None else stats["predict_s"] + stats["update_s"]
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -67,13 +67,13 @@ def run_tune(args: argparse.Namespace) -> int:
                    "latency_ms": "e2e ms", "torch_ms": "torch ms", "vs_torch": "x torch",
                    "time_to_baseline_best_s": "s to base", "trials_to_baseline_best": "trials to base",
                    "search_speedup": "speedup", "latency_vs_baseline": "e2e vs base",
-                   "rounds_under_load": "loaded rounds"}
+                   "cost_model_s": "model s", "rounds_under_load": "loaded rounds"}
         print_table(f"{summary['network']} on {summary['profile']}, {summary['trials']} trials; baseline "
                     f"{summary['baseline']}", list(columns.values()),
                     [[_fmt(row[c]) for c in columns] for row in summary["rows"]])
         print("est: sum of task weight x best task latency; s/trials to base: to reach the baseline's final est; "
-              "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours; loaded rounds: "
-              "measured while other processes took the CPU")
+              "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours; model s: of tune s, "
+              "in the cost model's predict and update; loaded rounds: measured while other processes took the CPU")
         print(f"curves: {args.out / 'compare.png'}; all numbers: {args.out / 'compare.json'}")
         _warn_load({row["method"]: row["rounds_under_load"] for row in summary["rows"]})
         return 0
