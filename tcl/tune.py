@@ -323,13 +323,15 @@ def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int
 
 def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, population: int, per_round: int,
                 remaining: int, backend: Any, method: Method, curve: Curve, name: str,
-                report: Callable[[str], None]) -> dict[str, Any]:
+                report: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, float]]:
     """MetaSchedule's gradient task scheduler over ``tasks``; Ctrl-C ends it with
-    KeyboardInterrupt. Returns the cost model's calls and seconds (``TimedCostModel.stats``)."""
+    KeyboardInterrupt. Returns the cost model's calls and seconds (``TimedCostModel.stats``)
+    and the seconds of each phase MetaSchedule's own profiler timed (search, build, run...),
+    which say where the tuning time went besides the model."""
     import tvm.s_tir.meta_schedule as ms
 
     cost_model = _ms_cost_model(method, seed)
-    with _deferred_interrupt(report) as interrupted:
+    with ms.Profiler() as profiler, _deferred_interrupt(report) as interrupted:
         load = OtherLoad() if backend.times_on_this_host else None
         callbacks = [_progress_callback(curve, name, report, interrupted, load),
                      *ms.measure_callback.MeasureCallback.create("default")]
@@ -343,7 +345,9 @@ def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, pop
             if interrupted.is_set():  # whatever the signal became on its way through TVM's C++
                 raise KeyboardInterrupt from None
             raise
-    return {k: round(v, 3) if isinstance(v, float) else v for k, v in cost_model.stats.items()}
+    stats = {k: round(v, 3) if isinstance(v, float) else v for k, v in cost_model.stats.items()}
+    phases = {str(k): round(float(v), 3) for k, v in sorted(profiler.get().items(), key=lambda kv: -float(kv[1]))}
+    return stats, phases
 
 
 def default_trials_per_round(trials: int, n_tasks: int) -> int:
@@ -397,10 +401,10 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     report(f"tuning {name} ({len(tasks)} tasks) on {prof.name} with {method.label}: {remaining} of {trials} "
            f"trials left ({spent} already in {out_dir}), {per_round} per round")
     backend = discovery.registry().get("hardware_backends", prof.backend).factory(prof)
-    model_stats = None
+    model_stats = phases = None
     try:
         if remaining:
-            model_stats = _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining, backend,
+            model_stats, phases = _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining, backend,
                                       method, curve, name, report)
         tuning_s = curve.seconds() if remaining else curve.time_offset
         curve.save()
@@ -415,7 +419,7 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
               "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
               "tuning_s": tuning_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
               "rounds_under_load": sum("other_cores" in point for point in curve.points),
-              "cost_model_stats": model_stats, **check, "curve": curve.as_dict(), "out_dir": str(out_dir)}
+              "cost_model_stats": model_stats, "tuning_phases_s": phases, **check, "curve": curve.as_dict(), "out_dir": str(out_dir)}
     write_atomic(out_dir / RESULT_FILE, json.dumps(result, indent=1) + "\n")
     if plot:
         plot_curves({method.label: result}, out_dir / PLOT_FILE, title=f"{name} on {prof.name}")
@@ -571,7 +575,9 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
             baseline: str | None = None) -> dict[str, Any]:
     """Tune ``network`` with each of ``methods`` in turn (each in ``out_dir/<label>``) and
     compare them with ``baseline`` (a method as given or its label; default the first):
-    ``{"rows": [...], "baseline": label, ...}``. Online fine-tuning applies to our
+    ``{"rows": [...], "baseline": label, ...}``. Each row's ``seconds_to_best_of`` also says
+    when that method reached every method's final estimate (None: never), so one run answers
+    "how much sooner than XGB" and "than Tenset-MLP" alike. Online fine-tuning applies to our
     checkpoints only."""
     from tcl.database import write_atomic
     from tcl.profiles import HardwareProfile, get_profile
@@ -598,6 +604,8 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
     rows = []
     for label in labels:
         r = results[label]
+        to_each = {other: _time_to_reach(r["curve"]["points"], results[other]["estimate_s"], "seconds")
+                   for other in labels}
         t = _time_to_reach(r["curve"]["points"], base_best, "seconds")
         n = _time_to_reach(r["curve"]["points"], base_best, "trials")
         rows.append({"method": label, "measured_trials": r["measured_trials"], "tuning_s": r["tuning_s"],
@@ -606,7 +614,8 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
                      "time_to_baseline_best_s": t, "trials_to_baseline_best": n,
                      "search_speedup": (base_time / t) if (t and base_time) else None,
                      "latency_vs_baseline": base["latency_s"] / r["latency_s"],
-                     "cost_model_s": _model_seconds(r.get("cost_model_stats")),
+                     "seconds_to_best_of": to_each,
+                     "cost_model_s": _model_seconds(r["cost_model_stats"]),
                      "rounds_under_load": r["rounds_under_load"]})
     summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": base_label,
                "rows": rows}

@@ -89,6 +89,9 @@ def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoi
     stats = result["cost_model_stats"]  # the rerun's share: our model scored each search population
     assert stats["predict_calls"] >= 1 and stats["predicted"] >= 8 - len(programs)
     assert 0 < stats["predict_s"] < result["tuning_s"] and stats["updates"] >= 1
+    phases = result["tuning_phases_s"]  # MetaSchedule's profiler: where the rest of the time went
+    assert 0 < phases["SendToBuilder"] < phases["Total"] <= result["tuning_s"]
+    assert phases["EvoSearch/Evolve/PredictNormalizedScore"] >= stats["predict_s"] * 0.9
     points = result["curve"]["points"]
     assert [p["trials"] for p in points] == sorted(p["trials"] for p in points) and points[-1]["trials"] == 8
     assert all(b["estimate_s"] <= a["estimate_s"] for a, b in zip(points, points[1:]))
@@ -112,8 +115,31 @@ def test_compare_measures_against_the_chosen_baseline(tiny_net, tmp_path, capsys
     assert base["latency_vs_baseline"] == 1.0 and base["search_speedup"] == 1.0
     assert base["time_to_baseline_best_s"] > 0 and base["trials_to_baseline_best"] <= 4
     assert all(0 < row["cost_model_s"] < row["tuning_s"] for row in rows.values())
+    for row in rows.values():  # the baseline's column of the time-to-each-best matrix is the row's own figure
+        assert row["seconds_to_best_of"]["xgb"] == row["time_to_baseline_best_s"]
     assert other["latency_vs_baseline"] == pytest.approx(base["latency_ms"] / other["latency_ms"])
     assert json.loads((out / "compare.json").read_text())["baseline"] == "xgb"
+
+
+def test_tuning_config_tunes_a_file_network_named_relative_to_it(tiny_net, tmp_path, capsys):
+    from tcl.cli.main import main
+
+    base = tiny_net.parent.parent  # configs beside the network's folder, named relative to them
+    text = ('[experiment]\nkind = "tuning"\nprofiles = ["x86-avx2"]\n[tuning]\n'
+            f'network = "{tiny_net.parent.name}/tiny_net.py:TinyMLP"\nmethods = ["random", "xgb"]\n'
+            'trials = 4\ntrials_per_round = 4\npopulation = 32\nrepeats = 3\n')
+    (base / "no-shape.toml").write_text(text)  # no input_shape: refused before any work
+    assert main(["run", str(base / "no-shape.toml"), "--out", str(tmp_path / "none")]) == 2
+    assert "give its input_shape" in capsys.readouterr().err and not (tmp_path / "none").exists()
+
+    (base / "tune.toml").write_text(text + "input_shape = [4, 64]\n")
+    assert main(["run", str(base / "tune.toml"), "--out", str(tmp_path / "out")]) == 0
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())["rows"]
+    assert [row["method"] for row in rows] == ["random", "xgb"]
+    for row in rows:  # the time-to-each-best matrix, one scalar column per method
+        assert row["s_to_random_best"] == row["time_to_baseline_best_s"]
+        assert row["s_to_xgb_best"] is None or 0 < row["s_to_xgb_best"] <= row["tuning_s"]
+    assert (tmp_path / "out" / "x86-avx2" / "seed-0" / "compare.png").exists()
 
 
 def _candidates(n: int = 48):

@@ -74,6 +74,10 @@ def run_tune(args: argparse.Namespace) -> int:
         print("est: sum of task weight x best task latency; s/trials to base: to reach the baseline's final est; "
               "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours; model s: of tune s, "
               "in the cost model's predict and update; loaded rounds: measured while other processes took the CPU")
+        labels = [row["method"] for row in summary["rows"]]
+        print_table("seconds to reach each method's final estimate (-: never)", ["method", *labels],
+                    [[row["method"], *(_fmt(row["seconds_to_best_of"][other]) for other in labels)]
+                     for row in summary["rows"]])
         print(f"curves: {args.out / 'compare.png'}; all numbers: {args.out / 'compare.json'}")
         _warn_load({row["method"]: row["rounds_under_load"] for row in summary["rows"]})
         return 0

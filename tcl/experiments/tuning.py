@@ -17,7 +17,8 @@ from tcl.experiments._common import EXPERIMENT
 SCHEMA = {
     "experiment": EXPERIMENT,
     "tuning": {
-        "network": ("str", "resnet-18"),
+        "network": ("str", "resnet-18"),  # a registered network or path/file.py:ClassName
+        "input_shape": ("list[int]", None),  # needed by a file network
         "methods": ("list[str]", ["xgb", "random"]),  # tuned in this order; names or checkpoint dirs
         "baseline": ("str", None),  # the method (as listed, or its label) others are compared with; default first
         "trials": ("int", 64),
@@ -35,14 +36,29 @@ def _methods(cfg: dict[str, Any]) -> list[str]:
     return [str((base / m).resolve()) if "/" in m else m for m in cfg["tuning"]["methods"]]
 
 
+def _network(cfg: dict[str, Any]) -> tuple[str, bool]:
+    """The network and whether it is a user's file (path/file.py:ClassName), whose path is
+    then made relative to the config file like the methods."""
+    network = cfg["tuning"]["network"]
+    path, _, name = network.rpartition(":")
+    if not path.endswith(".py"):
+        return network, False
+    return f"{(Path(cfg['experiment']['config_file']).parent / path).resolve()}:{name}", True
+
+
 def validate(cfg: dict[str, Any], registry: Any) -> None:
     from tcl.tune import baseline_index, resolve_method
 
     tun = cfg["tuning"]
     if not tun["methods"] or tun["trials"] < 1:
         raise TclError("[tuning] methods must not be empty and trials must be at least 1")
-    if ":" not in tun["network"]:
-        plugin(registry, cfg, "networks", tun["network"])
+    network, is_file = _network(cfg)
+    if not is_file:
+        plugin(registry, cfg, "networks", network)
+    elif not Path(network.rpartition(":")[0]).is_file():
+        raise TclError(f"[tuning] network {tun['network']!r}: no such file {network.rpartition(':')[0]}")
+    elif tun["input_shape"] is None:
+        raise TclError(f"[tuning] network {tun['network']!r} is a file: give its input_shape, e.g. [1, 3, 32, 32]")
     for method in tun["methods"]:
         if method in registry.names("cost_models"):
             plugin(registry, cfg, "cost_models", method)
@@ -67,10 +83,18 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
     rows = []
     for profile in exp["profiles"]:
         for seed in exp["seeds"]:
-            result = compare(_methods(cfg), tun["network"], profile, tun["trials"],
+            result = compare(_methods(cfg), _network(cfg)[0], profile, tun["trials"],
                              out_dir / profile / f"seed-{seed}", online=tun["online"], seed=seed,
+                             input_shape=tun["input_shape"],
                              trials_per_round=tun["trials_per_round"], population=tun["population"],
                              repeats=tun["repeats"], report=progress, baseline=_baseline(cfg))
-            rows.extend({"profile": profile, "seed": seed, **row} for row in result["rows"])
+            rows.extend({"profile": profile, "seed": seed, **_flat(row)} for row in result["rows"])
     return {"rows": rows, "metric": "latency_vs_baseline", "label": ["profile", "seed", "method"],
             "title": f"{tun['network']}, {tun['trials']} trials: baseline ({result['baseline']}) latency / method latency"}
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    """One scalar column per compared method (``s_to_<method>_best``) for the nested
+    ``seconds_to_best_of``, so results tables and files stay one value per cell."""
+    reach = row.pop("seconds_to_best_of")
+    return {**row, **{f"s_to_{method}_best": seconds for method, seconds in reach.items()}}
