@@ -53,6 +53,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--per-task", action="store_true", help="also each held-out task's Top-1 per source and seed")
     args = ap.parse_args()
     registry = discovery.registry()
     held_out = args.held_out.split(",")
@@ -73,8 +74,12 @@ def main() -> None:
                     start = time.perf_counter()
                     model.fit(train, None, seed=seed)
                     fit_s = time.perf_counter() - start
-                    scored = score_records(model, held)
+                    scored = score_records(model, held, per_task=args.per_task)
                     figures[source].append({**{k: float(scored[k]) for k in METRICS}, "fit_s": fit_s})
+                    if args.per_task:
+                        print(json.dumps({"profile": profile, "model": model_name, "labels": source, "seed": seed,
+                                          "per_task": {t["task"]: round(t["top1"], 3) for t in scored["per_task"]}}),
+                              flush=True)
             line = {"profile": profile, "model": model_name, "train_tasks": len(train_clean.tasks),
                     "train_programs": len(train_clean), "held_out": held_out, "held_tasks": len(held.tasks),
                     "seeds": args.seeds, "epochs": args.epochs}

@@ -29,7 +29,9 @@ pack() {  # the measured profiles only: the pool stays in data/bundled/pool
 for network in $NETWORKS; do
   for profile in x86-avx2 x86-avx512 x86-generic; do
     before=$( (cat "$WORK/$profile/database_tuning_record.json" 2>/dev/null || true) | wc -l)
-    "$TCL" collect --profile "$profile" --network "$network" --pool-size 200 \
+    # --max-tasks 8: each network's 8 tasks with the most work, the ones data/bundled holds
+    # (collect_bundled.sh's 40 tasks, round-robin over five networks)
+    "$TCL" collect --profile "$profile" --network "$network" --pool-size 200 --max-tasks 8 \
       --pool "$WORK/pool" --out "$WORK/$profile"
     after=$(cat "$WORK/$profile/database_tuning_record.json" | wc -l)
     [ "$before" = "$after" ] || pack
