@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 from tcl import discovery
 from tcl.database import load_records
-from tcl.evaluation import score_records
+from tcl.experiments._common import fit_score, summarize
 from tcl.feature_cache import default_cache_dir
 from tcl.programs import ProgramSet
 from tcl.training import split_by_network
-
-METRICS = ("top1", "top5", "pairwise")
 
 
 def _trace_key(program) -> str:
@@ -67,28 +63,20 @@ def main() -> None:
                        "batch_size": args.batch_size}
             if model_name == "mamba":
                 options.update(layers=1, expand=1)  # the shipped architecture
-            figures: dict[str, list[dict[str, float]]] = {"noisy": [], "clean": []}
+            figures: dict[str, list[dict[str, Any]]] = {"noisy": [], "clean": []}
             for seed in (int(s) for s in args.seeds.split(",")):
                 for source, train in (("noisy", train_noisy), ("clean", train_clean)):
-                    model = registry.create("cost_models", model_name, **options)
-                    start = time.perf_counter()
-                    model.fit(train, None, seed=seed)
-                    fit_s = time.perf_counter() - start
-                    scored = score_records(model, held, per_task=args.per_task)
-                    figures[source].append({**{k: float(scored[k]) for k in METRICS}, "fit_s": fit_s})
+                    run = fit_score(registry, model_name, options, train, held, seed, per_task=args.per_task)
+                    figures[source].append(run)
                     if args.per_task:
                         print(json.dumps({"profile": profile, "model": model_name, "labels": source, "seed": seed,
-                                          "per_task": {t["task"]: round(t["top1"], 3) for t in scored["per_task"]}}),
+                                          "per_task": {k: round(v, 3) for k, v in run["per_task"].items()}}),
                               flush=True)
             line = {"profile": profile, "model": model_name, "train_tasks": len(train_clean.tasks),
                     "train_programs": len(train_clean), "held_out": held_out, "held_tasks": len(held.tasks),
                     "seeds": args.seeds, "epochs": args.epochs}
             for source, runs in figures.items():
-                for k in (*METRICS, "fit_s"):
-                    values = np.array([r[k] for r in runs])
-                    line[f"{source}_{k}"] = round(float(values.mean()), 4)
-                    if k in METRICS:
-                        line[f"{source}_{k}_std"] = round(float(values.std(ddof=1)) if values.size > 1 else 0.0, 4)
+                line.update({f"{source}_{k}": round(v, 4) for k, v in summarize(runs).items() if k != "seeds"})
             print(json.dumps(line), flush=True)
 
 

@@ -47,13 +47,20 @@ PLOT_FILE = "tune_curve.png"
 # ---- what to tune and with what ------------------------------------------------------------
 
 
+def file_network(spec: str) -> tuple[Path, str] | None:
+    """``(path, ClassName)`` when ``spec`` names a user's network file (``path/file.py:ClassName``),
+    None for a registered network's name."""
+    path_text, _, cls_name = spec.rpartition(":")
+    return (Path(path_text), cls_name) if path_text.endswith(".py") else None
+
+
 def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: int = 0) -> tuple[str, Any]:
     """``(name, NetworkDefinition)`` of a registered network or of ``path/file.py:ClassName``
     (built without arguments, fed ``torch.randn(input_shape)``)."""
     from tcl.interfaces import NetworkDefinition
 
-    path_text, _, cls_name = spec.rpartition(":")
-    if not path_text.endswith(".py"):
+    in_file = file_network(spec)
+    if in_file is None:
         if input_shape is not None:
             raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
         from tcl import discovery
@@ -61,7 +68,7 @@ def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: i
         return spec, discovery.registry().get("networks", spec).factory(seed=seed)
     import torch
 
-    path = Path(path_text)
+    path, cls_name = in_file
     if not cls_name.isidentifier():
         raise TclError(f"network {spec!r}: expected path/file.py:ClassName")
     if not path.is_file():
@@ -404,8 +411,8 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     model_stats = phases = None
     try:
         if remaining:
-            model_stats, phases = _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining, backend,
-                                      method, curve, name, report)
+            model_stats, phases = _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining,
+                                              backend, method, curve, name, report)
         tuning_s = curve.seconds() if remaining else curve.time_offset
         curve.save()
         spent_in_model = "" if model_stats is None else (
@@ -419,7 +426,8 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
               "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
               "tuning_s": tuning_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
               "rounds_under_load": sum("other_cores" in point for point in curve.points),
-              "cost_model_stats": model_stats, "tuning_phases_s": phases, **check, "curve": curve.as_dict(), "out_dir": str(out_dir)}
+              "cost_model_stats": model_stats, "tuning_phases_s": phases, **check, "curve": curve.as_dict(),
+              "out_dir": str(out_dir)}
     write_atomic(out_dir / RESULT_FILE, json.dumps(result, indent=1) + "\n")
     if plot:
         plot_curves({method.label: result}, out_dir / PLOT_FILE, title=f"{name} on {prof.name}")
@@ -606,7 +614,7 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
         r = results[label]
         to_each = {other: _time_to_reach(r["curve"]["points"], results[other]["estimate_s"], "seconds")
                    for other in labels}
-        t = _time_to_reach(r["curve"]["points"], base_best, "seconds")
+        t = to_each[base_label]
         n = _time_to_reach(r["curve"]["points"], base_best, "trials")
         rows.append({"method": label, "measured_trials": r["measured_trials"], "tuning_s": r["tuning_s"],
                      "estimate_ms": _ms(r["estimate_s"]), "latency_ms": _ms(r["latency_s"]),

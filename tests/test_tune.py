@@ -131,6 +131,10 @@ def test_tuning_config_tunes_a_file_network_named_relative_to_it(tiny_net, tmp_p
     (base / "no-shape.toml").write_text(text)  # no input_shape: refused before any work
     assert main(["run", str(base / "no-shape.toml"), "--out", str(tmp_path / "none")]) == 2
     assert "give its input_shape" in capsys.readouterr().err and not (tmp_path / "none").exists()
+    (base / "no-file.toml").write_text(text.replace("tiny_net.py", "missing.py") + "input_shape = [4, 64]\n")
+    assert main(["run", str(base / "no-file.toml"), "--out", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no such file" in err and not (tmp_path / "none").exists()
 
     (base / "tune.toml").write_text(text + "input_shape = [4, 64]\n")
     assert main(["run", str(base / "tune.toml"), "--out", str(tmp_path / "out")]) == 0

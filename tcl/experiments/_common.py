@@ -100,17 +100,20 @@ def split(cfg: Mapping[str, Any], profile: str) -> tuple[ProgramSet, ProgramSet]
 
 
 def fit_score(registry: Any, name: str, options: Mapping[str, Any], train: ProgramSet, held: ProgramSet,
-              seed: int) -> dict[str, float]:
+              seed: int, *, per_task: bool = False) -> dict[str, Any]:
     """Train a fresh model (no validation split: fixed epochs, best training loss kept) and
-    score it on the held-out networks."""
+    score it on the held-out networks; ``per_task`` adds each task's Top-1 (``{name: top1}``)."""
     from tcl.evaluation import score_records
 
     model = registry.create("cost_models", name, **options)
     start = time.perf_counter()
     model.fit(train, None, seed=seed)
     fit_s = time.perf_counter() - start
-    result = score_records(model, held)
-    return {**{k: float(result[k]) for k in METRICS}, "fit_s": fit_s}
+    result = score_records(model, held, per_task=per_task)
+    scores: dict[str, Any] = {**{k: float(result[k]) for k in METRICS}, "fit_s": fit_s}
+    if per_task:
+        scores["per_task"] = {t["task"]: t["top1"] for t in result["per_task"]}
+    return scores
 
 
 def summarize(runs: Sequence[Mapping[str, float]], metrics: Sequence[str] = METRICS,

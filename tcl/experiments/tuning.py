@@ -39,15 +39,18 @@ def _methods(cfg: dict[str, Any]) -> list[str]:
 def _network(cfg: dict[str, Any]) -> tuple[str, bool]:
     """The network and whether it is a user's file (path/file.py:ClassName), whose path is
     then made relative to the config file like the methods."""
+    from tcl.tune import file_network
+
     network = cfg["tuning"]["network"]
-    path, _, name = network.rpartition(":")
-    if not path.endswith(".py"):
+    in_file = file_network(network)
+    if in_file is None:
         return network, False
-    return f"{(Path(cfg['experiment']['config_file']).parent / path).resolve()}:{name}", True
+    path, cls_name = in_file
+    return f"{(Path(cfg['experiment']['config_file']).parent / path).resolve()}:{cls_name}", True
 
 
 def validate(cfg: dict[str, Any], registry: Any) -> None:
-    from tcl.tune import baseline_index, resolve_method
+    from tcl.tune import baseline_index, resolve_method, resolve_network
 
     tun = cfg["tuning"]
     if not tun["methods"] or tun["trials"] < 1:
@@ -55,10 +58,10 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
     network, is_file = _network(cfg)
     if not is_file:
         plugin(registry, cfg, "networks", network)
-    elif not Path(network.rpartition(":")[0]).is_file():
-        raise TclError(f"[tuning] network {tun['network']!r}: no such file {network.rpartition(':')[0]}")
     elif tun["input_shape"] is None:
         raise TclError(f"[tuning] network {tun['network']!r} is a file: give its input_shape, e.g. [1, 3, 32, 32]")
+    else:  # the file, its class and the module built from it, checked as tcl tune checks them
+        resolve_network(network, tun["input_shape"])
     for method in tun["methods"]:
         if method in registry.names("cost_models"):
             plugin(registry, cfg, "cost_models", method)
@@ -96,5 +99,5 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
 def _flat(row: dict[str, Any]) -> dict[str, Any]:
     """One scalar column per compared method (``s_to_<method>_best``) for the nested
     ``seconds_to_best_of``, so results tables and files stay one value per cell."""
-    reach = row.pop("seconds_to_best_of")
-    return {**row, **{f"s_to_{method}_best": seconds for method, seconds in reach.items()}}
+    flat = {key: value for key, value in row.items() if key != "seconds_to_best_of"}
+    return {**flat, **{f"s_to_{method}_best": seconds for method, seconds in row["seconds_to_best_of"].items()}}
