@@ -125,8 +125,24 @@ def test_transfer_config_runs_the_sequence(tmp_path):
         "continual-kd": "tcl", "scratch": "tcl"}
 
 
+def test_transfer_config_runs_seeds_in_parallel_processes(tmp_path):
+    text = TRANSFER.replace("STRATEGIES", '["scratch"]').replace('held_out = ["bert-tiny"]',
+                                                               'held_out = ["bert-tiny"]\nseeds = [0, 1]')
+    config = write_config(tmp_path, text.replace("budget = 0.05", "budget = 0.05\njobs = 2"))
+    out = tmp_path / "out"
+    proc = run_tcl("run", str(config), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "[seed 0] base model" in proc.stderr and "[seed 1] scratch" in proc.stderr
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [(r["strategy"], r["profile"], r["seeds"]) for r in rows] == [
+        ("base", "x86-avx2", 2), ("scratch", "x86-generic", 2)]
+    assert all(0 < r["top1"] <= 1 and r["top1_std"] >= 0 for r in rows)
+
+
 @pytest.mark.parametrize("text, message", [
     (TRANSFER.replace("STRATEGIES", '["kd"]'), "unknown transfer strategy 'kd'; choices: continual-kd, fine-tune"),
+    (TRANSFER.replace("STRATEGIES", '["scratch"]').replace("budget = 0.05", "jobs = 0"),
+     "[transfer] jobs must be 1 or more, got 0"),
     ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nnetwork = \"resnet-19\"\n",
      "unknown network 'resnet-19'; choices: "),
     ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nmethods = [\"xgb\", \"random\"]\n"

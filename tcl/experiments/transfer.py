@@ -3,11 +3,16 @@
 For each strategy and seed, :func:`tcl.transfer.run_sequence` trains the base model on the
 first profile and carries it to each next one with a ``budget`` sample. Rows: per strategy
 and platform, Top-1/Top-5 on that platform's held-out tasks and, averaged over the earlier
-platforms, on theirs (forgetting); mean and std over seeds.
+platforms, on theirs (forgetting); mean and std over seeds. ``jobs`` runs that many seeds at
+once in separate processes (a 2-core box finishes 3 seeds in about half the time).
 """
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
+import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -27,6 +32,7 @@ SCHEMA = {
         "model": ("str", "mamba"),
         "base_epochs": ("int", None),  # None: the model's default
         "options": ("table", {}),  # one table per strategy, e.g. [transfer.options.continual-kd]
+        "jobs": ("int", 1),  # seeds run at once, each in its own process
     },
 }
 METRICS = ("top1", "top5", "earlier_top1")
@@ -45,6 +51,8 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
         plugin(registry, cfg, "transfer_strategies", name)
         registry.create("transfer_strategies", name, **tr["options"].get(name, {}))
     budget_count(tr["budget"], 1)
+    if tr["jobs"] < 1:
+        raise TclError(f"[transfer] jobs must be 1 or more, got {tr['jobs']}")
 
 
 def _flat(row: Mapping[str, Any]) -> dict[str, float]:
@@ -56,30 +64,46 @@ def _flat(row: Mapping[str, Any]) -> dict[str, float]:
             "programs_measured": float(row["programs_measured"])}
 
 
-def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
+def _one_seed(cfg: Mapping[str, Any], seed: int, progress: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
+    """Every strategy's sequence for one seed: ``{strategy: rows}``. The first platform's
+    model is trained once and shared by all strategies."""
     from tcl.transfer import load_platform, run_sequence, train_base
 
     exp, tr = cfg["experiment"], cfg["transfer"]
-    rows = []
     first_train, _ = load_platform(Path(exp["data"]), exp["profiles"][0], exp["held_out"])
-    bases = {}  # seed -> the first platform's model, trained once for all strategies
-    for seed in exp["seeds"]:
-        progress(f"base model on {exp['profiles'][0]}, seed {seed}")
-        bases[seed] = train_base(first_train, model=tr["model"], base_epochs=tr["base_epochs"], seed=seed,
-                                 threads=exp["threads"])
+    progress(f"base model on {exp['profiles'][0]}, seed {seed}")
+    base = train_base(first_train, model=tr["model"], base_epochs=tr["base_epochs"], seed=seed, threads=exp["threads"])
+    out = {}
     for strategy in tr["strategies"]:
-        per_seed = []
-        for seed in exp["seeds"]:
-            progress(f"{strategy}: {' -> '.join(exp['profiles'])}, seed {seed}")
-            result = run_sequence(profiles=exp["profiles"], strategy=strategy, data_dir=Path(exp["data"]),
-                                  budget=tr["budget"], sampler=tr["sampler"], held_out_networks=exp["held_out"],
-                                  seed=seed, model=tr["model"], base_epochs=tr["base_epochs"],
-                                  options=tr["options"].get(strategy, {}), threads=exp["threads"],
-                                  sampler_uses_model=tr["sampler_uses_model"], base=bases[seed],
-                                  eval_dir=eval_dir(cfg))
-            per_seed.append(result["rows"])
-        for i, first in enumerate(per_seed[0]):
-            runs = [_flat(seed_rows[i]) for seed_rows in per_seed]
+        progress(f"{strategy}: {' -> '.join(exp['profiles'])}, seed {seed}")
+        out[strategy] = run_sequence(profiles=exp["profiles"], strategy=strategy, data_dir=Path(exp["data"]),
+                                     budget=tr["budget"], sampler=tr["sampler"], held_out_networks=exp["held_out"],
+                                     seed=seed, model=tr["model"], base_epochs=tr["base_epochs"],
+                                     options=tr["options"].get(strategy, {}), threads=exp["threads"],
+                                     sampler_uses_model=tr["sampler_uses_model"], base=base,
+                                     eval_dir=eval_dir(cfg))["rows"]
+    return out
+
+
+def _to_stderr(prefix: str, line: str) -> None:
+    """Progress of a worker process (the parent's callback cannot cross processes)."""
+    print(f"{prefix}{line}", file=sys.stderr, flush=True)
+
+
+def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
+    exp, tr = cfg["experiment"], cfg["transfer"]
+    seeds = exp["seeds"]
+    jobs = min(tr["jobs"], len(seeds))
+    if jobs > 1:  # seeds are independent: one process each, `threads` torch threads apiece
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            per_seed = list(pool.map(_one_seed, [cfg] * len(seeds), seeds,
+                                     [functools.partial(_to_stderr, f"[seed {s}] ") for s in seeds]))
+    else:
+        per_seed = [_one_seed(cfg, seed, progress) for seed in seeds]
+    rows = []
+    for strategy in tr["strategies"]:
+        for i, first in enumerate(per_seed[0][strategy]):
+            runs = [_flat(seed_rows[strategy][i]) for seed_rows in per_seed]
             rows.append({"strategy": first["strategy"], "profile": first["profile"],
                          **summarize(runs, METRICS, ("train_s", "parameters", "programs_measured"))})
     return {"rows": rows, "metric": "top1", "label": ["strategy", "profile"],
