@@ -362,6 +362,17 @@ def default_trials_per_round(trials: int, n_tasks: int) -> int:
     return max(4, min(64, trials // max(1, 2 * n_tasks)))
 
 
+def coverage_warning(trials: int, per_round: int, n_tasks: int) -> str | None:
+    """Why a budget gives no estimate: MetaSchedule's task scheduler visits the tasks
+    round-robin first, so ``trials`` at ``per_round`` a round may never reach some of them,
+    and the network's latency estimate needs a measured schedule for every task."""
+    rounds = -(-trials // per_round)
+    if rounds >= n_tasks:
+        return None
+    return (f"warning: {trials} trials at {per_round} per round measure at most {rounds} of {n_tasks} tasks, "
+            f"so there will be no latency estimate; give --trials {n_tasks * per_round} or more")
+
+
 def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str | Method, trials: int,
                  out_dir: str | Path, online: bool = False, seed: int = 0, *,
                  input_shape: Sequence[int] | None = None, trials_per_round: int | None = None,
@@ -407,6 +418,9 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     curve = Curve(out_dir / CURVE_FILE, method.label, tasks, previous, best, spent)
     report(f"tuning {name} ({len(tasks)} tasks) on {prof.name} with {method.label}: {remaining} of {trials} "
            f"trials left ({spent} already in {out_dir}), {per_round} per round")
+    warning = coverage_warning(trials, per_round, len(tasks))
+    if warning:
+        report(warning)
     backend = discovery.registry().get("hardware_backends", prof.backend).factory(prof)
     model_stats = phases = None
     try:

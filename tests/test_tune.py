@@ -233,6 +233,18 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tiny_net, tmp_path, cap
     assert not (tmp_path / "out" / "database_tuning_record.json").exists()
 
 
+def test_a_budget_that_cannot_reach_every_task_is_warned_about():
+    from tcl.tune import coverage_warning, default_trials_per_round
+
+    per_round = default_trials_per_round(16, 8)
+    assert per_round == 4
+    assert coverage_warning(16, per_round, 8) == (
+        "warning: 16 trials at 4 per round measure at most 4 of 8 tasks, so there will be no latency estimate; "
+        "give --trials 32 or more")
+    assert coverage_warning(29, 4, 8) is None  # 8 rounds, the last one partial
+    assert coverage_warning(64, default_trials_per_round(64, 8), 8) is None
+
+
 def test_curve_keeps_the_fastest_repeat_and_marks_rounds_timed_under_load(tmp_path):
     from tcl.programs import Task
     from tcl.tune import Curve
