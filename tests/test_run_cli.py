@@ -118,7 +118,8 @@ def test_transfer_config_runs_the_sequence(tmp_path):
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert [(r["strategy"], r["profile"]) for r in rows] == [
         ("base", "x86-avx2"), ("continual-kd", "x86-generic"), ("base", "x86-avx2"), ("scratch", "x86-generic")]
-    assert all(0 < r["top1"] <= 1 for r in rows) and 0 < rows[1]["earlier_top1"] <= 1
+    assert all(0 < r["top1"] <= 1 and 0 < r["pairwise"] < 1 for r in rows)
+    assert 0 < rows[1]["earlier_top1"] <= 1 and 0 < rows[1]["earlier_pairwise"] < 1
     # one base model serves both strategies: trained once, so its row is the same twice
     assert rows[0] == {**rows[2], "strategy": rows[0]["strategy"]}
     assert json.loads((out / "config.resolved.json").read_text())["plugins"]["transfer_strategies"] == {

@@ -2,8 +2,8 @@
 
 For each strategy and seed, :func:`tcl.transfer.run_sequence` trains the base model on the
 first profile and carries it to each next one with a ``budget`` sample. Rows: per strategy
-and platform, Top-1/Top-5 on that platform's held-out tasks and, averaged over the earlier
-platforms, on theirs (forgetting); mean and std over seeds. ``jobs`` runs that many seeds at
+and platform, Top-1/Top-5/pairwise accuracy on that platform's held-out tasks and, averaged
+over the earlier platforms, Top-1 and pairwise on theirs (forgetting); mean and std over seeds. ``jobs`` runs that many seeds at
 once in separate processes (a 2-core box finishes 3 seeds in about half the time).
 """
 
@@ -35,7 +35,7 @@ SCHEMA = {
         "jobs": ("int", 1),  # seeds run at once, each in its own process
     },
 }
-METRICS = ("top1", "top5", "earlier_top1")
+METRICS = ("top1", "top5", "pairwise", "earlier_top1", "earlier_pairwise")
 
 
 def validate(cfg: dict[str, Any], registry: Any) -> None:
@@ -57,9 +57,13 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
 
 def _flat(row: Mapping[str, Any]) -> dict[str, float]:
     target = row["target"] or {}
-    earlier = [e["top1"] for e in row["earlier"].values() if e]
-    return {"top1": float(target.get("top1", np.nan)), "top5": float(target.get("top5", np.nan)),
-            "earlier_top1": float(np.mean(earlier)) if earlier else np.nan,
+    earlier = [e for e in row["earlier"].values() if e]
+
+    def earlier_mean(metric: str) -> float:
+        return float(np.mean([e[metric] for e in earlier])) if earlier else np.nan
+
+    return {**{m: float(target.get(m, np.nan)) for m in ("top1", "top5", "pairwise")},
+            "earlier_top1": earlier_mean("top1"), "earlier_pairwise": earlier_mean("pairwise"),
             "train_s": float(row["train_s"]), "parameters": float(row["parameters"] or 0),
             "programs_measured": float(row["programs_measured"])}
 
