@@ -75,11 +75,12 @@ class Registry:
         return sorted(self.entries[point])
 
     def create(self, point: str, name: str, **options: Any) -> Any:
-        """Build the plugin object named ``name`` with ``options``."""
+        """Build the plugin object named ``name`` with ``options`` (a factory rejects an unknown
+        option with TypeError and a bad value with ValueError: both become one TclError line)."""
         record = self.get(point, name)
         try:
             return record.factory(**options)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             raise TclError(f"{_singular(point)} '{name}': bad options {sorted(options)}: {exc}") from None
 
     @property

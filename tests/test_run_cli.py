@@ -63,6 +63,19 @@ def test_sampling_config_with_a_third_party_sampler_runs_end_to_end(tmp_path, in
     assert "every-kth" in proc.stdout and "top1" in proc.stdout
 
 
+def test_sampler_variant_is_its_plugin_with_the_given_options(tmp_path):
+    # RDU with only the R weight, as a variant, picks exactly what the registered rdu-r picks
+    text = SAMPLING.replace("SAMPLERS", '["rdu-r", "r-only"]').replace("rounds = 2", "rounds = 1")
+    text += '\n[sampling.variants.r-only]\nplugin = "rdu"\nw_d = 0\nw_u = 0\n'
+    out = tmp_path / "out"
+    proc = run_tcl("run", str(write_config(tmp_path, text)), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    registered, variant = json.loads((out / "results.json").read_text())["rows"]
+    assert variant["sampler"] == "r-only" and 0 < variant["pairwise"] < 1
+    assert {k: v for k, v in variant.items() if k not in ("sampler", "fit_s")} == {
+        k: v for k, v in registered.items() if k not in ("sampler", "fit_s")}
+
+
 def test_models_smoke_config_runs(tmp_path):
     out = tmp_path / "out"
     proc = run_tcl("run", str(ROOT / "configs" / "smoke-models.toml"), "--out", str(out))
@@ -127,16 +140,20 @@ def test_transfer_config_runs_the_sequence(tmp_path):
 
 
 def test_transfer_config_runs_seeds_in_parallel_processes(tmp_path):
-    text = TRANSFER.replace("STRATEGIES", '["scratch"]').replace('held_out = ["bert-tiny"]',
-                                                               'held_out = ["bert-tiny"]\nseeds = [0, 1]')
+    # the strategy is a named variant: its options travel to the worker processes with it
+    text = TRANSFER.replace("STRATEGIES", '["scratch-1ep"]').replace('held_out = ["bert-tiny"]',
+                                                                   'held_out = ["bert-tiny"]\nseeds = [0, 1]')
+    text += '\n[transfer.variants.scratch-1ep]\nplugin = "scratch"\nepochs = 1\n'
     config = write_config(tmp_path, text.replace("budget = 0.05", "budget = 0.05\njobs = 2"))
     out = tmp_path / "out"
     proc = run_tcl("run", str(config), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "[seed 0] base model" in proc.stderr and "[seed 1] scratch" in proc.stderr
+    assert "[seed 0] base model" in proc.stderr and "[seed 1] scratch-1ep" in proc.stderr
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert [(r["strategy"], r["profile"], r["seeds"]) for r in rows] == [
-        ("base", "x86-avx2", 2), ("scratch", "x86-generic", 2)]
+        ("base", "x86-avx2", 2), ("scratch-1ep", "x86-generic", 2)]
+    assert json.loads((out / "config.resolved.json").read_text())["plugins"]["transfer_strategies"] == {
+        "scratch": "tcl"}
     assert all(0 < r["top1"] <= 1 and r["top1_std"] >= 0 for r in rows)
 
 
@@ -150,6 +167,16 @@ def test_transfer_config_runs_seeds_in_parallel_processes(tmp_path):
      "baseline = \"mlp\"\n", "baseline 'mlp' is not one of the compared methods (xgb, random)"),
     (SAMPLING.replace("SAMPLERS", '["rdu", "rdx"]'),
      "unknown sampler 'rdx'; choices: all, random, rdu, rdu-d, rdu-r, rdu-u"),
+    (SAMPLING.replace("SAMPLERS", '["rdu", "rd"]') + '[sampling.variants.rd]\nplugin = "rdu"\nw_u = -1\n',
+     "sampler 'rdu': "),
+    (SAMPLING.replace("SAMPLERS", '["rd"]') + '[sampling.variants.rd]\nplugin = "rdv"\n',
+     "unknown sampler 'rdv'; choices: all, random, rdu"),
+    (SAMPLING.replace("SAMPLERS", '["rd"]') + '[sampling.variants.rd]\nw_u = 0\n',
+     '[sampling] variants.rd needs plugin = "<one of all, random, rdu'),
+    (SAMPLING.replace("SAMPLERS", '["random", "rdx"]') + '[sampling.variants.rd]\nplugin = "rdu"\n',
+     "[sampling] unknown name 'rdx'; plugins: all, random, rdu, rdu-d, rdu-r, rdu-u; variants: rd"),
+    (TRANSFER.replace("STRATEGIES", '["fine-tune"]') + '[transfer.variants.fine-tune]\nplugin = "scratch"\n',
+     "[transfer] variants.fine-tune: a plugin has that name; give the variant another"),
     (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('name = "tlp"', 'name = "gpt"'),
      "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb"),
     (SAMPLING.replace("SAMPLERS", '["rdu"]').replace("budget = 0.05", "budgt = 0.05"),

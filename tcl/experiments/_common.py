@@ -79,6 +79,35 @@ def check_model(registry: Any, cfg: dict[str, Any], name: str, options: Mapping[
     registry.create("cost_models", name, **model_options(cfg, options))
 
 
+def resolve_variants(registry: Any, cfg: dict[str, Any], point: str, table: str, names: Sequence[str],
+                     variants: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> dict[str, tuple[str, dict]]:
+    """``{name: (plugin, options)}`` for the listed names, each checked by building it once.
+
+    A name is a plugin (its options from ``options[name]``) or a key of ``variants``: a table
+    ``{plugin = "...", <that plugin's options>}``, so one plugin can be compared with itself
+    under other settings in one run (e.g. RDU without uncertainty beside RDU)."""
+    from tcl.experiments import plugin
+
+    resolved = {}
+    for name in names:
+        if name in variants:
+            spec = variants[name]
+            if not isinstance(spec, dict) or not isinstance(spec.get("plugin"), str):
+                raise TclError(f"[{table}] variants.{name} needs plugin = \"<one of {', '.join(registry.names(point))}>\"")
+            if name in registry.entries[point]:
+                raise TclError(f"[{table}] variants.{name}: a plugin has that name; give the variant another")
+            chosen, kwargs = spec["plugin"], {k: v for k, v in spec.items() if k != "plugin"}
+        else:
+            if name not in registry.entries[point] and variants:
+                raise TclError(f"[{table}] unknown name '{name}'; plugins: {', '.join(registry.names(point))}; "
+                               f"variants: {', '.join(variants)}")
+            chosen, kwargs = name, dict((options or {}).get(name, {}))
+        plugin(registry, cfg, point, chosen)
+        registry.create(point, chosen, **kwargs)
+        resolved[name] = (chosen, kwargs)
+    return resolved
+
+
 def model_options(cfg: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
     from tcl.feature_cache import default_cache_dir
 

@@ -4,7 +4,8 @@ Per profile and seed: a sampler picks ``budget`` of every training task's progra
 ``rounds`` active-learning rounds (looking up the recorded latencies; a sampler that needs a
 model gets one trained on what was picked so far), a fresh model is trained on the pick and
 scored on the held-out networks; ``full`` adds the model trained on 100%. Rows: mean and
-std over seeds.
+std over seeds. ``variants`` names other settings of a sampler (e.g. RDU's criterion pairs)
+that ``samplers`` can list beside the plugins.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from tcl.experiments import plugin
-from tcl.experiments._common import RECORDS, check_data, check_model, fit_score, model_options, split, summarize
+from tcl.experiments._common import (RECORDS, check_data, check_model, fit_score, model_options, resolve_variants,
+                                     split, summarize)
 
 SCHEMA = {
     "experiment": RECORDS,
@@ -23,6 +24,9 @@ SCHEMA = {
         "rounds": ("int", 2),
         "samplers": ("list[str]", ["rdu", "random", "rdu-r", "rdu-d", "rdu-u"]),
         "full": ("bool", True),
+        # named settings of a sampler, listed in samplers like a plugin, e.g.
+        # [sampling.variants.rdu-rd] plugin = "rdu", w_u = 0
+        "variants": ("table", {}),
     },
 }
 
@@ -33,10 +37,16 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
 
     check_data(cfg)
     check_model(registry, cfg, cfg["model"]["name"], cfg["model"]["options"])
-    for name in cfg["sampling"]["samplers"] + (["all"] if cfg["sampling"]["full"] else []):
-        plugin(registry, cfg, "samplers", name)
+    samplers(registry, cfg)
     budget_count(cfg["sampling"]["budget"], 1)
     round_quotas(0, cfg["sampling"]["rounds"])
+
+
+def samplers(registry: Any, cfg: dict[str, Any]) -> dict[str, tuple[str, dict]]:
+    """``{listed name: (sampler plugin, its options)}``, checked; ``all`` last when ``full``."""
+    smp = cfg["sampling"]
+    return resolve_variants(registry, cfg, "samplers", "sampling", smp["samplers"] + (["all"] if smp["full"] else []),
+                            smp["variants"])
 
 
 def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
@@ -45,17 +55,20 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
 
     exp, smp = cfg["experiment"], cfg["sampling"]
     name, options = cfg["model"]["name"], model_options(cfg, cfg["model"]["options"])
-    plans = [(s, smp["budget"], smp["rounds"]) for s in smp["samplers"]] + ([("all", 1.0, 1)] if smp["full"] else [])
+    full = {"all": (1.0, 1)} if smp["full"] else {}  # the 100% row: everything in one round
+    plans = [(listed, chosen, sampler_options, *full.get(listed, (smp["budget"], smp["rounds"])))
+             for listed, (chosen, sampler_options) in samplers(registry, cfg).items()]
     rows = []
     with torch_threads(exp["threads"]):
         for profile in exp["profiles"]:
             train, held = split(cfg, profile)
-            for sampler, budget, rounds in plans:
-                guided = registry.get("samplers", sampler).needs_model
+            for sampler, chosen, sampler_options, budget, rounds in plans:
+                guided = registry.get("samplers", chosen).needs_model
                 runs, programs = [], 0
                 for seed in exp["seeds"]:
                     progress(f"{profile}: {sampler} {budget:g}, seed {seed}")
-                    picks = active_learning_offline(train, sampler, budget, rounds=rounds,
+                    picks = active_learning_offline(train, registry.create("samplers", chosen, **sampler_options),
+                                                    budget, rounds=rounds,
                                                     model_name=name if guided else None, model_options=options,
                                                     seed=seed, progress=progress)
                     subset = train.subset(indices=picks)

@@ -20,7 +20,7 @@ import numpy as np
 
 from tcl.errors import TclError
 from tcl.experiments import plugin
-from tcl.experiments._common import RECORDS, check_data, eval_dir, summarize
+from tcl.experiments._common import RECORDS, check_data, eval_dir, resolve_variants, summarize
 
 SCHEMA = {
     "experiment": RECORDS,
@@ -32,6 +32,9 @@ SCHEMA = {
         "model": ("str", "mamba"),
         "base_epochs": ("int", None),  # None: the model's default
         "options": ("table", {}),  # one table per strategy, e.g. [transfer.options.continual-kd]
+        # named settings of a strategy, listed in strategies like a plugin, e.g.
+        # [transfer.variants.kd-pool] plugin = "continual-kd", distill_on = "pool"
+        "variants": ("table", {}),
         "jobs": ("int", 1),  # seeds run at once, each in its own process
     },
 }
@@ -47,12 +50,17 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
         raise TclError("[experiment] profiles: a transfer sequence needs two or more")
     plugin(registry, cfg, "samplers", tr["sampler"])
     plugin(registry, cfg, "cost_models", tr["model"])
-    for name in tr["strategies"]:
-        plugin(registry, cfg, "transfer_strategies", name)
-        registry.create("transfer_strategies", name, **tr["options"].get(name, {}))
+    strategies(registry, cfg)
     budget_count(tr["budget"], 1)
     if tr["jobs"] < 1:
         raise TclError(f"[transfer] jobs must be 1 or more, got {tr['jobs']}")
+
+
+def strategies(registry: Any, cfg: dict[str, Any]) -> dict[str, tuple[str, dict]]:
+    """``{listed name: (strategy plugin, its options)}``, checked."""
+    tr = cfg["transfer"]
+    return resolve_variants(registry, cfg, "transfer_strategies", "transfer", tr["strategies"], tr["variants"],
+                            tr["options"])
 
 
 def _flat(row: Mapping[str, Any]) -> dict[str, float]:
@@ -68,9 +76,10 @@ def _flat(row: Mapping[str, Any]) -> dict[str, float]:
             "programs_measured": float(row["programs_measured"])}
 
 
-def _one_seed(cfg: Mapping[str, Any], seed: int, progress: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
-    """Every strategy's sequence for one seed: ``{strategy: rows}``. The first platform's
-    model is trained once and shared by all strategies."""
+def _one_seed(cfg: Mapping[str, Any], plan: Mapping[str, tuple[str, dict]], seed: int,
+              progress: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
+    """Every listed strategy's sequence for one seed: ``{name: rows}`` (``plan`` as
+    :func:`strategies` gives it). The first platform's model is trained once and shared by all."""
     from tcl.transfer import load_platform, run_sequence, train_base
 
     exp, tr = cfg["experiment"], cfg["transfer"]
@@ -78,14 +87,14 @@ def _one_seed(cfg: Mapping[str, Any], seed: int, progress: Callable[[str], None]
     progress(f"base model on {exp['profiles'][0]}, seed {seed}")
     base = train_base(first_train, model=tr["model"], base_epochs=tr["base_epochs"], seed=seed, threads=exp["threads"])
     out = {}
-    for strategy in tr["strategies"]:
-        progress(f"{strategy}: {' -> '.join(exp['profiles'])}, seed {seed}")
-        out[strategy] = run_sequence(profiles=exp["profiles"], strategy=strategy, data_dir=Path(exp["data"]),
-                                     budget=tr["budget"], sampler=tr["sampler"], held_out_networks=exp["held_out"],
-                                     seed=seed, model=tr["model"], base_epochs=tr["base_epochs"],
-                                     options=tr["options"].get(strategy, {}), threads=exp["threads"],
-                                     sampler_uses_model=tr["sampler_uses_model"], base=base,
-                                     eval_dir=eval_dir(cfg))["rows"]
+    for name, (strategy, options) in plan.items():
+        progress(f"{name}: {' -> '.join(exp['profiles'])}, seed {seed}")
+        rows = run_sequence(profiles=exp["profiles"], strategy=strategy, data_dir=Path(exp["data"]),
+                            budget=tr["budget"], sampler=tr["sampler"], held_out_networks=exp["held_out"],
+                            seed=seed, model=tr["model"], base_epochs=tr["base_epochs"], options=options,
+                            threads=exp["threads"], sampler_uses_model=tr["sampler_uses_model"], base=base,
+                            eval_dir=eval_dir(cfg))["rows"]
+        out[name] = [{**row, "strategy": name} if row["strategy"] == strategy else row for row in rows]
     return out
 
 
@@ -98,12 +107,13 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
     exp, tr = cfg["experiment"], cfg["transfer"]
     seeds = exp["seeds"]
     jobs = min(tr["jobs"], len(seeds))
+    plan = strategies(registry, cfg)
     if jobs > 1:  # seeds are independent: one process each, `threads` torch threads apiece
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            per_seed = list(pool.map(_one_seed, [cfg] * len(seeds), seeds,
+            per_seed = list(pool.map(_one_seed, [cfg] * len(seeds), [plan] * len(seeds), seeds,
                                      [functools.partial(_to_stderr, f"[seed {s}] ") for s in seeds]))
     else:
-        per_seed = [_one_seed(cfg, seed, progress) for seed in seeds]
+        per_seed = [_one_seed(cfg, plan, seed, progress) for seed in seeds]
     rows = []
     for strategy in tr["strategies"]:
         for i, first in enumerate(per_seed[0][strategy]):
