@@ -36,3 +36,19 @@ def test_unknown_sampler_lists_choices(tmp_path):
                    "--out", str(tmp_path / "s"))
     assert proc.returncode == 2 and "unknown sampler 'rdx'; choices: all, random, rdu, rdu-d, rdu-r, rdu-u" in proc.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_sampler_options_make_rdu_a_single_criterion_sampler(tmp_path):
+    common = ("--budget", "0.05", "--data", str(BUNDLED), "--profile", "x86-avx2")
+    r_only = run_tcl("sample", "--sampler", "rdu-r", *common, "--out", str(tmp_path / "r"))
+    options = run_tcl("sample", "--sampler", "rdu", "--sampler-option", "w_d=0", "--sampler-option", "w_u=0.0",
+                      *common, "--out", str(tmp_path / "rdu"))
+    full = run_tcl("sample", "--sampler", "rdu", *common, "--out", str(tmp_path / "full"))
+    assert r_only.returncode == options.returncode == full.returncode == 0, options.stderr
+    picks = {name: {key: sorted(program_key(p.trace) for p in programs)
+                    for key, programs in load_records(tmp_path / name).programs.items()}
+             for name in ("r", "rdu", "full")}
+    assert picks["rdu"] == picks["r"] != picks["full"]
+    bad = run_tcl("sample", "--sampler", "rdu", "--sampler-option", "w_u=-1", *common, "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "w_u must be a finite number >= 0" in bad.stderr
+    assert not (tmp_path / "bad").exists()

@@ -19,6 +19,9 @@ def add_parser(subparsers: Any) -> None:
                     "trained on the recorded latencies of what was chosen and guides the next round. "
                     "(Online sampling while measuring: tcl collect --sampler S --budget F.)")
     parser.add_argument("--sampler", required=True, help="sampler name: rdu, rdu-r, rdu-d, rdu-u, random, all, ...")
+    parser.add_argument("--sampler-option", action="append", default=[], metavar="KEY=VALUE", type=sampler_option,
+                        help="an option of the sampler, repeatable (e.g. --sampler rdu --sampler-option w_u=0 "
+                             "for RDU without uncertainty); values are read as TOML, else as text")
     parser.add_argument("--budget", type=float, default=0.1, help="per task: fraction (0-1) or whole count (default 0.1)")
     parser.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
     parser.add_argument("--profile", default=None, help="only records of this profile")
@@ -31,6 +34,20 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True, help="new directory for the subset")
     parser.set_defaults(handler=run)
+
+
+def sampler_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` -> ``(KEY, value)``: ``w_u=0`` gives 0, ``mode=pool`` gives ``"pool"``."""
+    import tomllib
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value
 
 
 def round_model_options(name: str, epochs: int | None, threads: int = 1) -> dict[str, Any]:
@@ -69,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     records = load_records(args.data, profile=args.profile).measured()
     targets = record_targets(args.data, args.profile)
     summary = sample_offline(records, args.sampler, args.budget, args.out, model=model, seed=args.seed,
+                             sampler_options=dict(args.sampler_option),
                              target=targets[0] if targets else None, rounds=args.rounds,
                              model_name=name if args.rounds > 1 else None, model_options=options,
                              progress=lambda line: print(line, file=sys.stderr, flush=True))

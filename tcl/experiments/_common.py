@@ -80,7 +80,8 @@ def check_model(registry: Any, cfg: dict[str, Any], name: str, options: Mapping[
 
 
 def resolve_variants(registry: Any, cfg: dict[str, Any], point: str, table: str, names: Sequence[str],
-                     variants: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> dict[str, tuple[str, dict]]:
+                     variants: Mapping[str, Any],
+                     options: Mapping[str, Any] | None = None) -> dict[str, tuple[str, dict]]:
     """``{name: (plugin, options)}`` for the listed names, each checked by building it once.
 
     A name is a plugin (its options from ``options[name]``) or a key of ``variants``: a table
@@ -93,7 +94,8 @@ def resolve_variants(registry: Any, cfg: dict[str, Any], point: str, table: str,
         if name in variants:
             spec = variants[name]
             if not isinstance(spec, dict) or not isinstance(spec.get("plugin"), str):
-                raise TclError(f"[{table}] variants.{name} needs plugin = \"<one of {', '.join(registry.names(point))}>\"")
+                choices = ", ".join(registry.names(point))
+                raise TclError(f"[{table}] variants.{name} needs plugin = \"<one of {choices}>\"")
             if name in registry.entries[point]:
                 raise TclError(f"[{table}] variants.{name}: a plugin has that name; give the variant another")
             chosen, kwargs = spec["plugin"], {k: v for k, v in spec.items() if k != "plugin"}
