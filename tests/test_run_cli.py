@@ -89,6 +89,22 @@ def test_models_smoke_config_runs(tmp_path):
     assert (out / "results.png").is_file()
 
 
+def test_models_config_runs_profiles_in_parallel_processes_with_the_same_rows(tmp_path):
+    text = ("[experiment]\nkind = \"models\"\ndata = \"DATA\"\nprofiles = [\"x86-avx2\", \"x86-generic\"]\n"
+            "held_out = [\"bert-tiny\"]\njobs = JOBS\n[models]\nnames = [\"tlp\"]\n"
+            "[models.options.tlp]\nepochs = 1\nbatch_size = 256\n")
+    rows = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"out{jobs}"
+        proc = run_tcl("run", str(write_config(tmp_path, text.replace("JOBS", str(jobs)))), "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        rows[jobs] = [{k: v for k, v in r.items() if k != "fit_s"}
+                      for r in json.loads((out / "results.json").read_text())["rows"]]
+    assert "[x86-generic] x86-generic: tlp, seed 0" in proc.stderr
+    assert [(r["profile"], r["model"]) for r in rows[2]] == [("x86-avx2", "tlp"), ("x86-generic", "tlp")]
+    assert rows[2] == rows[1] and all(0 < r["pairwise"] < 1 for r in rows[2])
+
+
 def test_eval_data_replaces_only_the_held_out_records():
     from tcl.experiments._common import split
 
@@ -144,7 +160,7 @@ def test_transfer_config_runs_seeds_in_parallel_processes(tmp_path):
     text = TRANSFER.replace("STRATEGIES", '["scratch-1ep"]').replace('held_out = ["bert-tiny"]',
                                                                    'held_out = ["bert-tiny"]\nseeds = [0, 1]')
     text += '\n[transfer.variants.scratch-1ep]\nplugin = "scratch"\nepochs = 1\n'
-    config = write_config(tmp_path, text.replace("budget = 0.05", "budget = 0.05\njobs = 2"))
+    config = write_config(tmp_path, text.replace("seeds = [0, 1]", "seeds = [0, 1]\njobs = 2"))
     out = tmp_path / "out"
     proc = run_tcl("run", str(config), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -159,8 +175,8 @@ def test_transfer_config_runs_seeds_in_parallel_processes(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     (TRANSFER.replace("STRATEGIES", '["kd"]'), "unknown transfer strategy 'kd'; choices: continual-kd, fine-tune"),
-    (TRANSFER.replace("STRATEGIES", '["scratch"]').replace("budget = 0.05", "jobs = 0"),
-     "[transfer] jobs must be 1 or more, got 0"),
+    (TRANSFER.replace("STRATEGIES", '["scratch"]').replace("held_out =", "jobs = 0\nheld_out ="),
+     "[experiment] jobs must be 1 or more, got 0"),
     ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nnetwork = \"resnet-19\"\n",
      "unknown network 'resnet-19'; choices: "),
     ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nmethods = [\"xgb\", \"random\"]\n"

@@ -3,9 +3,13 @@ split into training and held-out networks, fitting and scoring one model, mean a
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
+import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -30,6 +34,8 @@ RECORDS = {
     # score held-out networks on their records in this directory instead of those in data
     # (e.g. data/idle: the same programs measured again on an idle machine)
     "eval_data": ("path", None),
+    # independent units run at once, one process each: profiles (models, sampling) or seeds (transfer)
+    "jobs": ("int", 1),
 }
 
 METRICS = ("top1", "top5", "pairwise")
@@ -41,6 +47,8 @@ def check_data(cfg: Mapping[str, Any]) -> None:
     exp = cfg["experiment"]
     if not exp["profiles"] or not exp["seeds"] or not exp["held_out"]:
         raise TclError("[experiment] profiles, held_out and seeds must not be empty")
+    if exp["jobs"] < 1:
+        raise TclError(f"[experiment] jobs must be 1 or more, got {exp['jobs']}")
     for key in ("data", "eval_data"):
         if exp[key] is not None:
             _check_networks(key, Path(exp[key]), exp["profiles"], exp["held_out"])
@@ -64,6 +72,24 @@ def _check_networks(key: str, data: Path, profiles: Sequence[str], held_out: Seq
             where = "" if key == "data" else f" of {key} {data}"
             raise TclError(f"[experiment] held_out: {', '.join(missing)} not in the {profile} records{where}; "
                            f"networks there: {', '.join(sorted(networks[profile]))}")
+
+
+def map_jobs(work: Callable[..., Any], units: Sequence[tuple], labels: Sequence[str], jobs: int,
+             progress: Callable[[str], None]) -> list[Any]:
+    """``work(*unit, progress)`` for every unit, results in order. With ``jobs`` > 1, that many
+    spawned processes share the units; each prints its progress to stderr behind ``[label]``
+    (the parent's callback cannot cross processes)."""
+    jobs = min(jobs, len(units))
+    if jobs <= 1:
+        return [work(*unit, progress) for unit in units]
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(work, *unit, functools.partial(_to_stderr, f"[{label}] "))
+                   for unit, label in zip(units, labels)]
+        return [f.result() for f in futures]
+
+
+def _to_stderr(prefix: str, line: str) -> None:
+    print(f"{prefix}{line}", file=sys.stderr, flush=True)
 
 
 def eval_dir(cfg: Mapping[str, Any]) -> Path | None:

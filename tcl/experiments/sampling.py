@@ -4,17 +4,18 @@ Per profile and seed: a sampler picks ``budget`` of every training task's progra
 ``rounds`` active-learning rounds (looking up the recorded latencies; a sampler that needs a
 model gets one trained on what was picked so far), a fresh model is trained on the pick and
 scored on the held-out networks; ``full`` adds the model trained on 100%. Rows: mean and
-std over seeds. ``variants`` names other settings of a sampler (e.g. RDU's criterion pairs)
-that ``samplers`` can list beside the plugins.
+std over seeds. ``[experiment] jobs`` runs that many profiles at once. ``variants`` names
+other settings of a sampler (e.g. RDU's criterion pairs) that ``samplers`` can list beside
+the plugins.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
-from tcl.experiments._common import (RECORDS, check_data, check_model, fit_score, model_options, resolve_variants,
-                                     split, summarize)
+from tcl.experiments._common import (RECORDS, check_data, check_model, fit_score, map_jobs, model_options,
+                                     resolve_variants, split, summarize)
 
 SCHEMA = {
     "experiment": RECORDS,
@@ -49,34 +50,44 @@ def samplers(registry: Any, cfg: dict[str, Any]) -> dict[str, tuple[str, dict]]:
                             smp["variants"])
 
 
-def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
+def _one_profile(cfg: Mapping[str, Any], plans: Sequence[tuple], profile: str,
+                 progress: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The rows of one profile: every plan ``(listed name, plugin, options, budget, rounds)``
+    over every seed."""
+    from tcl.discovery import registry as current_registry
     from tcl.sampling import active_learning_offline
     from tcl.training import torch_threads
 
-    exp, smp = cfg["experiment"], cfg["sampling"]
+    registry, exp = current_registry(), cfg["experiment"]
     name, options = cfg["model"]["name"], model_options(cfg, cfg["model"]["options"])
+    rows = []
+    with torch_threads(exp["threads"]):
+        train, held = split(cfg, profile)
+        for sampler, chosen, sampler_options, budget, rounds in plans:
+            guided = registry.get("samplers", chosen).needs_model
+            runs, programs = [], 0
+            for seed in exp["seeds"]:
+                progress(f"{profile}: {sampler} {budget:g}, seed {seed}")
+                picks = active_learning_offline(train, registry.create("samplers", chosen, **sampler_options), budget,
+                                                rounds=rounds, model_name=name if guided else None,
+                                                model_options=options, seed=seed, progress=progress)
+                subset = train.subset(indices=picks)
+                programs = len(subset)
+                runs.append(fit_score(registry, name, options, subset, held, seed))
+            rows.append({"profile": profile, "sampler": sampler, "budget": budget, "programs": programs,
+                         "of": len(train), "held_tasks": len(held.tasks), **summarize(runs)})
+            progress(f"{profile}: {sampler} top1 {rows[-1]['top1']:.4f} +- {rows[-1]['top1_std']:.4f}")
+    return rows
+
+
+def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
+    exp, smp = cfg["experiment"], cfg["sampling"]
     full = {"all": (1.0, 1)} if smp["full"] else {}  # the 100% row: everything in one round
     plans = [(listed, chosen, sampler_options, *full.get(listed, (smp["budget"], smp["rounds"])))
              for listed, (chosen, sampler_options) in samplers(registry, cfg).items()]
-    rows = []
-    with torch_threads(exp["threads"]):
-        for profile in exp["profiles"]:
-            train, held = split(cfg, profile)
-            for sampler, chosen, sampler_options, budget, rounds in plans:
-                guided = registry.get("samplers", chosen).needs_model
-                runs, programs = [], 0
-                for seed in exp["seeds"]:
-                    progress(f"{profile}: {sampler} {budget:g}, seed {seed}")
-                    picks = active_learning_offline(train, registry.create("samplers", chosen, **sampler_options),
-                                                    budget, rounds=rounds,
-                                                    model_name=name if guided else None, model_options=options,
-                                                    seed=seed, progress=progress)
-                    subset = train.subset(indices=picks)
-                    programs = len(subset)
-                    runs.append(fit_score(registry, name, options, subset, held, seed))
-                rows.append({"profile": profile, "sampler": sampler, "budget": budget, "programs": programs,
-                             "of": len(train), "held_tasks": len(held.tasks), **summarize(runs)})
-                progress(f"{profile}: {sampler} top1 {rows[-1]['top1']:.4f} +- {rows[-1]['top1_std']:.4f}")
-    return {"rows": rows, "metric": "top1", "label": ["profile", "sampler"],
+    per_profile = map_jobs(_one_profile, [(cfg, plans, profile) for profile in exp["profiles"]], exp["profiles"],
+                           exp["jobs"], progress)
+    name = cfg["model"]["name"]
+    return {"rows": [row for rows in per_profile for row in rows], "metric": "top1", "label": ["profile", "sampler"],
             "title": f"{name}: Top-1 on held-out {', '.join(exp['held_out'])}",
             "held_out": exp["held_out"], "model": name}

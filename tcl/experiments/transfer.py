@@ -4,16 +4,12 @@ For each strategy and seed, :func:`tcl.transfer.run_sequence` trains the base mo
 first profile and carries it to each next one with a ``budget`` sample. Rows: per strategy
 and platform, Top-1/Top-5/pairwise accuracy on that platform's held-out tasks and, averaged
 over the earlier platforms, Top-1 and pairwise on theirs (forgetting); mean and std over
-seeds. ``jobs`` runs that many seeds at once in separate processes (a 2-core box finishes 3
-seeds in about half the time).
+seeds. ``[experiment] jobs`` runs that many seeds at once in separate processes (a 2-core
+box finishes 3 seeds in about half the time).
 """
 
 from __future__ import annotations
 
-import functools
-import multiprocessing
-import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -21,7 +17,7 @@ import numpy as np
 
 from tcl.errors import TclError
 from tcl.experiments import plugin
-from tcl.experiments._common import RECORDS, check_data, eval_dir, resolve_variants, summarize
+from tcl.experiments._common import RECORDS, check_data, eval_dir, map_jobs, resolve_variants, summarize
 
 SCHEMA = {
     "experiment": RECORDS,
@@ -36,7 +32,6 @@ SCHEMA = {
         # named settings of a strategy, listed in strategies like a plugin, e.g.
         # [transfer.variants.kd-pool] plugin = "continual-kd", distill_on = "pool"
         "variants": ("table", {}),
-        "jobs": ("int", 1),  # seeds run at once, each in its own process
     },
 }
 METRICS = ("top1", "top5", "pairwise", "earlier_top1", "earlier_pairwise")
@@ -53,8 +48,6 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
     plugin(registry, cfg, "cost_models", tr["model"])
     strategies(registry, cfg)
     budget_count(tr["budget"], 1)
-    if tr["jobs"] < 1:
-        raise TclError(f"[transfer] jobs must be 1 or more, got {tr['jobs']}")
 
 
 def strategies(registry: Any, cfg: dict[str, Any]) -> dict[str, tuple[str, dict]]:
@@ -99,22 +92,11 @@ def _one_seed(cfg: Mapping[str, Any], plan: Mapping[str, tuple[str, dict]], seed
     return out
 
 
-def _to_stderr(prefix: str, line: str) -> None:
-    """Progress of a worker process (the parent's callback cannot cross processes)."""
-    print(f"{prefix}{line}", file=sys.stderr, flush=True)
-
-
 def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     exp, tr = cfg["experiment"], cfg["transfer"]
-    seeds = exp["seeds"]
-    jobs = min(tr["jobs"], len(seeds))
     plan = strategies(registry, cfg)
-    if jobs > 1:  # seeds are independent: one process each, `threads` torch threads apiece
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            per_seed = list(pool.map(_one_seed, [cfg] * len(seeds), [plan] * len(seeds), seeds,
-                                     [functools.partial(_to_stderr, f"[seed {s}] ") for s in seeds]))
-    else:
-        per_seed = [_one_seed(cfg, plan, seed, progress) for seed in seeds]
+    per_seed = map_jobs(_one_seed, [(cfg, plan, seed) for seed in exp["seeds"]],
+                        [f"seed {seed}" for seed in exp["seeds"]], exp["jobs"], progress)
     rows = []
     for strategy in tr["strategies"]:
         for i, first in enumerate(per_seed[0][strategy]):
