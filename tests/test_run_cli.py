@@ -149,6 +149,7 @@ def test_transfer_config_runs_the_sequence(tmp_path):
         ("base", "x86-avx2"), ("continual-kd", "x86-generic"), ("base", "x86-avx2"), ("scratch", "x86-generic")]
     assert all(0 < r["top1"] <= 1 and 0 < r["pairwise"] < 1 for r in rows)
     assert 0 < rows[1]["earlier_top1"] <= 1 and 0 < rows[1]["earlier_pairwise"] < 1
+    assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # one base model serves both strategies: trained once, so its row is the same twice
     assert rows[0] == {**rows[2], "strategy": rows[0]["strategy"]}
     assert json.loads((out / "config.resolved.json").read_text())["plugins"]["transfer_strategies"] == {

@@ -104,4 +104,39 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
             rows.append({"strategy": first["strategy"], "profile": first["profile"],
                          **summarize(runs, METRICS, ("train_s", "parameters", "programs_measured"))})
     return {"rows": rows, "metric": "top1", "label": ["strategy", "profile"],
-            "title": f"transfer {' -> '.join(exp['profiles'])}: Top-1 on held-out {', '.join(exp['held_out'])}"}
+            "title": f"transfer {' -> '.join(exp['profiles'])}, held-out {', '.join(exp['held_out'])}, "
+                     f"{len(exp['seeds'])} seed{'s' if len(exp['seeds']) > 1 else ''}"}
+
+
+def plot(results: Mapping[str, Any], path: Path) -> None:
+    """One panel per metric (Top-1 and pairwise on the new platform, pairwise kept on the
+    earlier ones): a group of bars per platform, one bar per strategy, seed std as error bars.
+    Pairwise sits beside Top-1 because it is the stable one on a few held-out tasks."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results["rows"] if r["strategy"] != "base"]
+    strategies = list(dict.fromkeys(r["strategy"] for r in rows))
+    platforms = list(dict.fromkeys(r["profile"] for r in rows))
+    panels = [("top1", "Top-1 on the new platform"), ("pairwise", "pairwise on the new platform"),
+              ("earlier_pairwise", "pairwise kept on earlier platforms")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8))
+    width = 0.8 / len(strategies)
+    for ax, (metric, title) in zip(axes, panels):
+        for i, strategy in enumerate(strategies):
+            found = {r["profile"]: r for r in rows if r["strategy"] == strategy}
+            xs = [p + (i - (len(strategies) - 1) / 2) * width for p in range(len(platforms))]
+            ax.bar(xs, [found[p][metric] for p in platforms], width, label=strategy,
+                   yerr=[found[p][f"{metric}_std"] for p in platforms], capsize=2)
+        ax.set_xticks(range(len(platforms)), platforms)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylim(0.5 if "pairwise" in metric else 0, 1.0)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(strategies), fontsize=8)
+    fig.suptitle(results.get("title", "transfer"), fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(path)
