@@ -156,6 +156,12 @@ def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_
         ("scratch-1ep", "x86-generic", 2)]
     assert all(0 < r["top1"] <= 1 and 0 < r["pairwise"] < 1 and r["top1_std"] >= 0 for r in rows)
     assert 0 < rows[1]["earlier_top1"] <= 1 and 0 < rows[1]["earlier_pairwise"] < 1
+    # forgetting per earlier platform: with one earlier platform it is the rows' mean itself
+    forgetting = json.loads((out / "results.json").read_text())["forgetting"]
+    assert [(f["strategy"], f["after"], f["on"]) for f in forgetting] == [
+        ("continual-kd", "x86-generic", "x86-avx2"), ("scratch-1ep", "x86-generic", "x86-avx2")]
+    assert forgetting[0]["top1"] == rows[1]["earlier_top1"] and forgetting[1]["pairwise"] == rows[3]["earlier_pairwise"]
+    assert "accuracy kept on each earlier platform" in proc.stdout
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # one base model serves both strategies: trained once per seed, so its row is the same twice
     assert rows[0] == {**rows[2], "strategy": rows[0]["strategy"]}

@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     results = run_config(args.config, out, registry=registry,
                          progress=lambda line: print(line, file=sys.stderr, flush=True))
     print_rows(results.get("title", str(args.config)), results["rows"])
+    if results.get("forgetting"):
+        print_rows("accuracy kept on each earlier platform", results["forgetting"])
     print(f"results in {out}/results.json, results.png, config.resolved.json")
     return 0
 

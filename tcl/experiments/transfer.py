@@ -11,7 +11,7 @@ box finishes 3 seeds in about half the time).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -70,6 +70,21 @@ def _flat(row: Mapping[str, Any]) -> dict[str, float]:
             "programs_measured": float(row["programs_measured"])}
 
 
+def _forgetting(names: Sequence[str], per_seed: Sequence[Mapping[str, list[dict[str, Any]]]]) -> list[dict]:
+    """Accuracy kept on *each* earlier platform after each step (the rows hold their mean)."""
+    out = []
+    for name in names:
+        for i, first in enumerate(per_seed[0][name]):
+            for platform, scores in first["earlier"].items():
+                if not scores:
+                    continue
+                runs = [{m: float(seed_rows[name][i]["earlier"][platform][m]) for m in ("top1", "pairwise")}
+                        for seed_rows in per_seed]
+                out.append({"strategy": first["strategy"], "after": first["profile"], "on": platform,
+                            **summarize(runs, ("top1", "pairwise"), ())})
+    return out
+
+
 def _one_seed(cfg: Mapping[str, Any], plan: Mapping[str, tuple[str, dict]], seed: int,
               progress: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
     """Every listed strategy's sequence for one seed: ``{name: rows}`` (``plan`` as
@@ -103,7 +118,8 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
             runs = [_flat(seed_rows[strategy][i]) for seed_rows in per_seed]
             rows.append({"strategy": first["strategy"], "profile": first["profile"],
                          **summarize(runs, METRICS, ("train_s", "parameters", "programs_measured"))})
-    return {"rows": rows, "metric": "top1", "label": ["strategy", "profile"],
+    return {"rows": rows, "forgetting": _forgetting(tr["strategies"], per_seed), "metric": "top1",
+            "label": ["strategy", "profile"],
             "title": f"transfer {' -> '.join(exp['profiles'])}, held-out {', '.join(exp['held_out'])}, "
                      f"{len(exp['seeds'])} seed{'s' if len(exp['seeds']) > 1 else ''}"}
 
