@@ -70,19 +70,14 @@ def _flat(row: Mapping[str, Any]) -> dict[str, float]:
             "programs_measured": float(row["programs_measured"])}
 
 
-def _forgetting(names: Sequence[str], per_seed: Sequence[Mapping[str, list[dict[str, Any]]]]) -> list[dict]:
-    """Accuracy kept on *each* earlier platform after each step (the rows hold their mean)."""
-    out = []
-    for name in names:
-        for i, first in enumerate(per_seed[0][name]):
-            for platform, scores in first["earlier"].items():
-                if not scores:
-                    continue
-                runs = [{m: float(seed_rows[name][i]["earlier"][platform][m]) for m in ("top1", "pairwise")}
-                        for seed_rows in per_seed]
-                out.append({"strategy": first["strategy"], "after": first["profile"], "on": platform,
-                            **summarize(runs, ("top1", "pairwise"), ())})
-    return out
+def _kept_per_platform(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Accuracy kept on *each* earlier platform after one step (``steps``: that step's row per
+    seed); the step's own row holds only their mean."""
+    first = steps[0]
+    return [{"strategy": first["strategy"], "after": first["profile"], "on": platform,
+             **summarize([{m: float(step["earlier"][platform][m]) for m in ("top1", "pairwise")} for step in steps],
+                         ("top1", "pairwise"), ())}
+            for platform, scores in first["earlier"].items() if scores]
 
 
 def _one_seed(cfg: Mapping[str, Any], plan: Mapping[str, tuple[str, dict]], seed: int,
@@ -112,14 +107,15 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
     plan = strategies(registry, cfg)
     per_seed = map_jobs(_one_seed, [(cfg, plan, seed) for seed in exp["seeds"]],
                         [f"seed {seed}" for seed in exp["seeds"]], exp["jobs"], progress)
-    rows = []
+    rows, forgetting = [], []
     for strategy in tr["strategies"]:
         for i, first in enumerate(per_seed[0][strategy]):
-            runs = [_flat(seed_rows[strategy][i]) for seed_rows in per_seed]
+            steps = [seed_rows[strategy][i] for seed_rows in per_seed]
             rows.append({"strategy": first["strategy"], "profile": first["profile"],
-                         **summarize(runs, METRICS, ("train_s", "parameters", "programs_measured"))})
-    return {"rows": rows, "forgetting": _forgetting(tr["strategies"], per_seed), "metric": "top1",
-            "label": ["strategy", "profile"],
+                         **summarize([_flat(step) for step in steps], METRICS,
+                                     ("train_s", "parameters", "programs_measured"))})
+            forgetting += _kept_per_platform(steps)
+    return {"rows": rows, "forgetting": forgetting, "metric": "top1", "label": ["strategy", "profile"],
             "title": f"transfer {' -> '.join(exp['profiles'])}, held-out {', '.join(exp['held_out'])}, "
                      f"{len(exp['seeds'])} seed{'s' if len(exp['seeds']) > 1 else ''}"}
 
