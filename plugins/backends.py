@@ -123,6 +123,34 @@ class LocalBackend(_BuiltinBackend):
 
     name = "local"
     target_kinds = ("llvm", "c")
+    options = frozenset({"group_size"})
+
+    def __init__(self, profile: Any) -> None:
+        super().__init__(profile)
+        self._engine: Any = None
+
+    def measure(self, mod: Any, schedules: Any) -> Any:
+        """Collection's path: :class:`tcl.local_engine.LocalEngine` (build on every core, then
+        time alone). MetaSchedule's own tuning keeps using :meth:`builder` and :meth:`runner`."""
+        if self._engine is None:
+            from tcl.local_engine import EngineSettings, LocalEngine
+
+            m = self.profile.measure
+            self._engine = LocalEngine(EngineSettings(
+                build_workers=self._positive_int("build_workers", max(1, os.cpu_count() or 1)),
+                group_size=self._positive_int("group_size", 4),
+                build_timeout_s=float(m.build_timeout_s), run_timeout_s=float(m.run_timeout_s),
+                number=m.number, repeat=m.repeat, min_repeat_ms=m.min_repeat_ms,
+                enable_cpu_cache_flush=m.enable_cpu_cache_flush, runtime_threads=self.profile.runtime_threads,
+            ))
+            self._engine.warm_up()
+        return self._engine.measure(self.target(), mod, schedules)
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+        super().close()
 
     def _make_runner(self) -> Any:
         from tvm.s_tir.meta_schedule.runner import LocalRunner
