@@ -1,5 +1,5 @@
 """Built-in cost models: ``mlp`` (Tenset-MLP), ``tlp`` (TLP), ``mamba`` (TCL's) and ``xgb``
-(TVM MetaSchedule's XGBoost model). Architectures: DESIGN.md section 6.
+(TVM MetaSchedule's XGBoost model). Architectures: docs/cost-models.md.
 
 The torch models train with :func:`tcl.training.train_ranking` (LambdaRank within tasks).
 ``embed`` returns the hidden state before the decoder, pooled per program (the MLP's summed

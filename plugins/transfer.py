@@ -1,4 +1,4 @@
-"""Built-in transfer strategies (DESIGN.md section 6): how a cost model moves to a new platform.
+"""Built-in transfer strategies: how a cost model moves to a new platform.
 
 ``continual-kd``
     TCL's. The student starts as a copy of the teacher (the model of the previous platform),

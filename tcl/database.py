@@ -1,6 +1,6 @@
 """Measured records: TVM MetaSchedule JSONDatabase files, written and read by us.
 
-Our records *are* TVM's (DESIGN.md section 3). A record directory holds:
+Our records *are* TVM's. A record directory holds:
 
 ``database_workload.json``
     TVM's: one line per workload, ``[structural_hash, base64(IR JSON)]``.

@@ -1,6 +1,6 @@
 """A pure-torch Mamba block (the selective state-space layer of Gu & Dao, 2023) for CPUs.
 
-mamba-ssm has no CPU path (DESIGN.md section 2), so the cost model needs its own block. This one
+mamba-ssm has no CPU path (its kernels are CUDA only), so the cost model needs its own block. This one
 has mamba-ssm's ``Mamba`` parameter names, shapes and initialisation, so a state dict moves
 between the two in both directions; when the input is on CUDA and mamba-ssm imports, the block
 calls mamba-ssm's fused kernels instead of the code below.

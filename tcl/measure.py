@@ -4,7 +4,7 @@ Core code: it knows MetaSchedule, never a concrete backend plugin. Backends comb
 :class:`FastLocalBuilder` (or any ``ms.builder.Builder``) with a runner and call
 :func:`measure_with`.
 
-Two things make measuring fast on small machines (DESIGN.md section 2):
+Two things make measuring fast on small machines (docs/measurement.md):
 
 * TVM's default build function imports ``tvm.s_tir.tensor_intrin`` in every worker
   (seconds to over a minute on a busy 2-core VM) although a scheduled module no longer

@@ -1,4 +1,4 @@
-"""Cost-model metrics (DESIGN.md section 4): Top-k score and pairwise ranking accuracy.
+"""Cost-model metrics: Top-k score and pairwise ranking accuracy.
 
 Pure numpy. Every function takes, per task, the measured latencies (seconds; a failed or
 unmeasured program is ``inf``; NaN is treated as ``inf``) and the predicted scores (higher =

@@ -1,6 +1,6 @@
 """Importing TenSet (auto_scheduler) measurement records, with no TVM needed.
 
-TenSet's records are auto_scheduler log lines (DESIGN.md section 3)::
+TenSet's records are auto_scheduler log lines::
 
     {"i": [[workload_key, target_str, hw_params, target_host, layout_rewrite, input_names],
            [[], steps]],

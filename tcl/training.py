@@ -1,4 +1,4 @@
-"""The shared trainer of torch cost models (DESIGN.md section 6).
+"""The shared trainer of torch cost models.
 
 Loss: LambdaRank within each task. For the programs i, j of one task (one *group*) with labels
 ``y = min latency / latency`` in (0, 1] and scores ``s`` (higher = faster)::
@@ -67,7 +67,7 @@ class StopTraining(Exception):
 
 @attrs.define(kw_only=True)
 class TrainConfig:
-    """Hyper-parameters of :func:`train_ranking` (defaults: DESIGN.md section 6)."""
+    """Hyper-parameters of :func:`train_ranking` (defaults: docs/cost-models.md)."""
 
     epochs: int = 50
     lr: float = 7e-4

@@ -1,5 +1,5 @@
 """Moving a cost model across platforms: one transfer step, a sequence of them, and adapting
-to this machine (DESIGN.md sections 1 and 6).
+to this machine (docs/transfer.md).
 
 Offline (records measured on every platform, e.g. data/bundled): per task, a sampler picks
 ``budget`` of the target platform's programs as "measured"; the rest is the unlabelled pool.
