@@ -12,6 +12,8 @@ design space holds only a few distinct programs, which are then repeated). Sides
   (tcl.measure.measure_with), what ``measure()`` did before the engine;
 * ``tune_tir``: plain ``ms.tune_tir`` with TVM's defaults (``builder="local"``,
   ``runner="local"``, XGB model), ``--programs`` trials per task; its time includes its search.
+  Its ``ok`` counts the programs that built and ran: on a busy 2-core machine TVM's default
+  builder can time out on every candidate (``--tune-tir-build-timeout`` raises its limit).
 
 Both tcl sides use the profile's ``[measure]`` settings and batches of ``--batch``. Prints
 progress on stderr and one JSON line on stdout with programs/s per side, the ratios to
@@ -98,20 +100,23 @@ def run_tcl(measure, mods: dict, pools: dict, batch: int) -> dict:
             "other_cores_max": round(worst, 2)}
 
 
-def run_tune_tir(mods: dict, target, programs: int, batch: int) -> dict:
+def run_tune_tir(mods: dict, target, programs: int, batch: int, build_timeout_s: float | None) -> dict:
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.machine_load import OtherLoad
 
-    load, done = OtherLoad(), 0
+    load, done, ok = OtherLoad(), 0, 0
     start = time.perf_counter()
     for mod in mods.values():
         with tempfile.TemporaryDirectory(prefix="tcl-bench-") as work_dir, contextlib.redirect_stdout(sys.stderr):
+            builder = "local" if build_timeout_s is None else ms.builder.LocalBuilder(timeout_sec=build_timeout_s)
             db = ms.tune_tir(mod, target, work_dir, max_trials_global=programs, num_trials_per_iter=batch,
-                             builder="local", runner="local", cost_model="xgb", seed=0)
-            done += len(db.get_all_tuning_records())
+                             builder=builder, runner="local", cost_model="xgb", seed=0)
+            records = db.get_all_tuning_records()
+            done += len(records)
+            ok += sum(1 for r in records if r.run_secs and all(float(s) < 1e9 for s in r.run_secs))
     wall = time.perf_counter() - start
-    return {"wall_s": round(wall, 1), "programs": done, "programs_per_s": round(done / wall, 3),
+    return {"wall_s": round(wall, 1), "programs": done, "ok": ok, "programs_per_s": round(done / wall, 3),
             "other_cores_max": round(load.sample() or 0.0, 2)}
 
 
@@ -121,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--programs", type=int, default=32, help="programs per task")
     parser.add_argument("--batch", type=int, default=16, help="programs per measure() call / tune_tir iteration")
     parser.add_argument("--order", default="engine,metaschedule,tune_tir", help="sides, comma-separated")
+    parser.add_argument("--tune-tir-build-timeout", type=float,
+                        help="tune_tir side: LocalBuilder timeout in seconds (default: TVM's, 30 s)")
     args = parser.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -140,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     for side in args.order.split(","):
         log(f"side {side}")
         if side == "tune_tir":
-            out[side] = run_tune_tir(mods, target, args.programs, args.batch)
+            out[side] = run_tune_tir(mods, target, args.programs, args.batch, args.tune_tir_build_timeout)
         else:
             backend = LocalBackend(profile)
             if side == "engine":

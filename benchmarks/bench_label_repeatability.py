@@ -100,11 +100,15 @@ def main() -> None:
     ap.add_argument("--number", type=int)
     ap.add_argument("--repeat", type=int)
     ap.add_argument("--min-repeat-ms", type=int)
+    ap.add_argument("--retime-spread", type=float, default=0.0,
+                    help="engine: time a candidate again when its repeats spread more than this fraction")
     args = ap.parse_args()
 
     profile = get_profile(args.profile)
     changes = {k: v for k, v in (("number", args.number), ("repeat", args.repeat), ("min_repeat_ms", args.min_repeat_ms)) if v}
     profile = attrs.evolve(profile, measure=attrs.evolve(profile.measure, **changes))
+    if args.retime_spread:
+        profile = attrs.evolve(profile, backend_options={**profile.backend_options, "retime_spread": args.retime_spread})
     chosen = pick(args.data, args.profile, args.tasks, args.programs, args.seed)
     total = sum(len(p) for _, p in chosen)
     log(f"{len(chosen)} tasks, {total} programs, side {args.side}, {attrs.asdict(profile.measure)}")
@@ -125,6 +129,7 @@ def main() -> None:
     print(json.dumps({
         "bench": "label_repeatability", "profile": args.profile, "side": args.side,
         "measure": {k: getattr(profile.measure, k) for k in ("number", "repeat", "min_repeat_ms")},
+        "retime_spread": args.retime_spread,
         "tasks": len(chosen), "programs": total,
         "median_kendall_tau": round(float(np.median(values)), 3), "worst_kendall_tau": round(float(values.min()), 3),
         "worst_task": min(taus, key=taus.get), "programs_per_s": round(2 * total / (t1 + t2), 2),

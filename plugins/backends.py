@@ -1,15 +1,22 @@
 """Built-in hardware backends: ``local`` (this host's CPU), ``rpc`` (a device behind a TVM
 RPC tracker) and ``cuda`` (a GPU on this host).
 
-All three build locally with :class:`tcl.measure.FastLocalBuilder` (a persistent worker pool,
-no ``tvm.s_tir.tensor_intrin`` import per build) and differ in the runner. Builders and
-runners are created on first use and kept, so repeated :meth:`measure` calls and
-MetaSchedule's own tuning reuse their worker processes; :meth:`close` stops them.
+``local.measure()`` (what ``tcl collect``, sampling and transfer use) goes through
+:class:`tcl.local_engine.LocalEngine`: candidates are compiled several to a library on one
+worker per core, then timed one by one in a single timing process. MetaSchedule's own tuning
+(``tcl tune``) and the other backends use :meth:`builder` and :meth:`runner`:
+:class:`tcl.measure.FastLocalBuilder` (a persistent worker pool, no ``tvm.s_tir.tensor_intrin``
+import per build) and MetaSchedule's runner. Workers are created on first use and kept across
+calls; :meth:`close` stops them.
 
 ``backend_options`` a profile may set:
 
-* every backend: ``build_workers`` (default 1 for CPU hosts: on 2 cores one build worker
-  beat two; for ``cuda`` the host's physical cores, up to 8), ``builds_per_worker``.
+* every backend: ``build_workers`` (workers of the builder; default 1 for MetaSchedule's
+  builder on CPU hosts, where one worker beat two on 2 cores; the ``local`` engine defaults to
+  one per core; for ``cuda`` the host's physical cores, up to 8), ``builds_per_worker``.
+* ``local``: ``group_size`` (candidates compiled into one library by the engine, default 4),
+  ``retime_spread`` (time a candidate a second time when its repeats spread by more than this
+  fraction of the fastest; 0 = never).
 * ``rpc``: ``tracker_host``, ``tracker_port``, ``device_key`` (required), ``session_timeout_s``
   (default: the profile's ``run_timeout_s``), ``session_priority`` (1), ``max_sessions`` (1).
 * ``cuda``: ``device_id`` (0).
@@ -69,6 +76,12 @@ class _BuiltinBackend(HardwareBackend):
             raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a positive integer, got {value!r}")
         return value
 
+    def _fraction(self, key: str, default: float) -> float:
+        value = self.option(key, default, kind=(int, float))
+        if not 0 <= value < 100:
+            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a number in [0, 100), got {value!r}")
+        return float(value)
+
     def default_build_workers(self) -> int:
         return 1
 
@@ -123,7 +136,7 @@ class LocalBackend(_BuiltinBackend):
 
     name = "local"
     target_kinds = ("llvm", "c")
-    options = frozenset({"group_size"})
+    options = frozenset({"group_size", "retime_spread"})
 
     def __init__(self, profile: Any) -> None:
         super().__init__(profile)
@@ -142,6 +155,7 @@ class LocalBackend(_BuiltinBackend):
                 build_timeout_s=float(m.build_timeout_s), run_timeout_s=float(m.run_timeout_s),
                 number=m.number, repeat=m.repeat, min_repeat_ms=m.min_repeat_ms,
                 enable_cpu_cache_flush=m.enable_cpu_cache_flush, runtime_threads=self.profile.runtime_threads,
+                retime_spread=self._fraction("retime_spread", 0.0),
             ))
             self._engine.warm_up()
         return self._engine.measure(self.target(), mod, schedules)
@@ -235,6 +249,12 @@ class CUDABackend(_BuiltinBackend):
                 f"(tvm.cuda({self.device_id}).exist is False; TVM runtime {built} CUDA); use a CPU profile "
                 "or a host with an NVIDIA GPU and driver"
             )
+
+    def _fraction(self, key: str, default: float) -> float:
+        value = self.option(key, default, kind=(int, float))
+        if not 0 <= value < 100:
+            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a number in [0, 100), got {value!r}")
+        return float(value)
 
     def default_build_workers(self) -> int:
         from tvm.s_tir.meta_schedule.utils import cpu_count

@@ -165,6 +165,49 @@ def test_run_timeout_becomes_timeout(profile_dir: Path) -> None:
         assert after.ok, after.error_msg
 
 
+# ---- the local engine (build in groups on every core, then time alone) ---------------------
+
+
+def test_engine_isolates_a_bad_candidate_in_its_group() -> None:
+    from tcl.local_engine import EngineSettings, LocalEngine
+
+    engine = LocalEngine(EngineSettings(build_workers=2, group_size=3, number=2, repeat=2, min_repeat_ms=5,
+                                        runtime_threads=1))
+    try:
+        mod = matmul_module(64, "main")
+        cands = [tiled(mod, 1), gpu_bound(mod), *(tiled(mod, seed) for seed in (2, 3, 4, 5))]
+        results = engine.measure("llvm", mod, cands)
+        assert [r.error_kind for r in results] == [None, "build", None, None, None, None], \
+            [r.error_msg for r in results]
+        assert all(len(r.run_secs) == 2 for r in results if r.ok)
+        # the timing worker runs the requested thread count, whatever the host has
+        assert engine._time_pool().submit(tvm.runtime.num_threads).result() == 1
+    finally:
+        engine.close()
+
+
+def vectorized(mod: "tvm.IRModule", inner: int) -> "tvm.s_tir.Schedule":
+    """A fixed good schedule: rows in parallel, ``inner`` columns per vector, k in between."""
+    sch = tvm.s_tir.Schedule(mod)
+    i, j, k = sch.get_loops(sch.get_sblock("C"))
+    j0, j1 = sch.split(j, [None, inner])
+    sch.reorder(i, j0, k, j1)
+    sch.parallel(i)
+    sch.vectorize(j1)
+    return sch
+
+
+def test_engine_times_each_candidate_of_a_group_as_itself(local) -> None:
+    """A naive loop nest between vectorized ones in one library: the engine must find it the
+    slowest by far, as MetaSchedule's own builder and runner do (a mixed-up function would not)."""
+    mod = matmul_module(256, "main")
+    cands = [vectorized(mod, 8), tvm.s_tir.Schedule(mod), vectorized(mod, 16), vectorized(mod, 32)]
+    engine = [min(r.run_secs) for r in local.measure(mod, cands)]
+    reference = [min(r.run_secs) for r in measure_with(local.builder(), local.runner(), local.profile.target, mod, cands)]
+    for times in (engine, reference):
+        assert times[1] > 3 * max(times[0], times[2], times[3]), (engine, reference)
+
+
 # ---- rpc ----------------------------------------------------------------------------------
 
 
