@@ -7,7 +7,8 @@ design space holds only a few distinct programs, which are then repeated). Sides
 ``--order``:
 
 * ``engine``: the ``local`` backend's ``measure()`` (tcl.local_engine: build on every core,
-  then time alone), what ``tcl collect`` uses;
+  then time alone), what ``tcl collect`` uses; ``engine@N`` the same with N candidates per
+  library (default 4);
 * ``metaschedule``: the same backend's MetaSchedule builder and ``LocalRunner``
   (tcl.measure.measure_with), what ``measure()`` did before the engine;
 * ``tune_tir``: plain ``ms.tune_tir`` with TVM's defaults (``builder="local"``,
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+    import attrs
     import tvm
     import tvm.s_tir.tensor_intrin  # noqa: F401 - any tuning process pays this once: keep it out of the timings
 
@@ -149,8 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         if side == "tune_tir":
             out[side] = run_tune_tir(mods, target, args.programs, args.batch, args.tune_tir_build_timeout)
         else:
-            backend = LocalBackend(profile)
-            if side == "engine":
+            options = dict(profile.backend_options)
+            if side.startswith("engine@"):  # engine@N: the engine with N candidates per library
+                options["group_size"] = int(side.split("@")[1])
+            backend = LocalBackend(attrs.evolve(profile, backend_options=options))
+            if side.startswith("engine"):
                 measure = backend.measure
             else:
                 def measure(mod, schedules, backend=backend):
@@ -158,13 +163,15 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 measure(mods["add_relu"], pools["add_relu"][:1])  # start the workers outside the timing
                 out[side] = run_tcl(measure, mods, pools, args.batch)
+                if side.startswith("engine"):
+                    out[side]["phase_s"] = {k: round(v, 1) for k, v in backend.phase_seconds().items()}
             finally:
                 backend.close()
         log(f"{side}: {out[side]}")
     base = out.get("metaschedule", {}).get("programs_per_s")
     if base:
         out["ratio_to_metaschedule"] = {s: round(out[s]["programs_per_s"] / base, 2)
-                                        for s in ("engine", "tune_tir") if s in out}
+                                        for s in out if s.startswith(("engine", "tune_tir"))}
     print(json.dumps(out), flush=True)
     return 0
 

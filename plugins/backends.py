@@ -160,6 +160,10 @@ class LocalBackend(_BuiltinBackend):
             self._engine.warm_up()
         return self._engine.measure(self.target(), mod, schedules)
 
+    def phase_seconds(self) -> dict[str, float]:
+        """Wall seconds :meth:`measure` spent building and timing so far (empty before the first call)."""
+        return dict(self._engine.seconds) if self._engine is not None else {}
+
     def close(self) -> None:
         if self._engine is not None:
             self._engine.close()

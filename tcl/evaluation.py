@@ -13,6 +13,7 @@ from tcl import discovery
 from tcl.database import RECORD_FILE, find_databases, iter_json_lines, read_manifest, stored_file
 from tcl.errors import TclError
 from tcl.interfaces import CostModel
+from tcl.metric_intervals import bootstrap_intervals, chance_scores
 from tcl.metrics import evaluate, top_k_score
 from tcl.programs import ProgramSet
 
@@ -39,11 +40,14 @@ def load_checkpoint(path: Path, **options: Any) -> CostModel:
     return record.factory.load(Path(path), **options)
 
 
-def score_records(model: CostModel, records: ProgramSet, *, per_task: bool = False) -> dict[str, Any]:
+def score_records(model: CostModel, records: ProgramSet, *, per_task: bool = False,
+                  intervals: bool = False) -> dict[str, Any]:
     """Top-1/Top-5 (pooled over tasks, TLP style, and averaged per network, TenSet style),
     pairwise accuracy, and task/program counts. Failed programs count as infinitely slow.
     ``per_task`` adds each task's own Top-1 (best / latency of the pick): the pooled score
-    divides by the sum of picked latencies, so one very slow pick can hide the rest."""
+    divides by the sum of picked latencies, so one very slow pick can hide the rest.
+    ``intervals`` adds ``interval`` (95% bootstrap over tasks) and ``chance`` (the expected
+    score of a random ranking) per metric."""
     latencies, scores, weights, networks, names = {}, {}, {}, {}, {}
     for task, programs in records:
         if len(programs) < 2 or not any(p.ok for p in programs):
@@ -56,6 +60,9 @@ def score_records(model: CostModel, records: ProgramSet, *, per_task: bool = Fal
     if not latencies:
         raise TclError("no task with two or more programs and a successful measurement to evaluate on")
     result = evaluate(latencies, scores, ks=(1, 5), weights=weights, networks=networks)
+    if intervals:
+        result["interval"] = bootstrap_intervals(latencies, scores, weights=weights, networks=networks)
+        result["chance"] = chance_scores(latencies, weights=weights, networks=networks)
     result.update(tasks=len(latencies), programs=int(sum(len(v) for v in latencies.values())))
     if per_task:
         result["per_task"] = [{"task": names[k], "weight": weights[k], "programs": len(latencies[k]),

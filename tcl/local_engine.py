@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from typing import Any, Sequence
 
 import attrs
@@ -115,6 +116,7 @@ class LocalEngine:
 
     def __init__(self, settings: EngineSettings) -> None:
         self.settings = settings
+        self.seconds = {"build": 0.0, "time": 0.0}  # wall time spent in each phase, all batches
         self._builders: Any = None
         self._timer: Any = None
 
@@ -179,9 +181,13 @@ class LocalEngine:
         except Exception as exc:  # noqa: BLE001 - without a signature nothing can be timed
             return [r or _error("run", f"workload arguments: {type(exc).__name__}: {exc}") for r in results]
 
+        start = time.perf_counter()
         libraries = self._build(target, modules, results)
+        built = time.perf_counter()
+        self.seconds["build"] += built - start
         try:
             self._time(device_type_of(target), args_info, libraries, results)
+            self.seconds["time"] += time.perf_counter() - built
         finally:
             for path in {path for path, _ in libraries.values()}:
                 shutil.rmtree(os.path.dirname(path), ignore_errors=True)

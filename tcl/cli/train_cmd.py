@@ -87,18 +87,26 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.network:
         _, records = split_by_network(records, comma_list(args.network))
     _warn_on_other_target(config, records.profile, record_cpus(args.data, args.profile), get_profile, args.profiles_dir)
-    result = score_records(model, records, per_task=args.per_task)
+    result = score_records(model, records, per_task=args.per_task, intervals=True)
     if args.json:
         print_json({"model": str(args.model), "data": str(args.data), "pooling": "top-k pooled over tasks "
                     "(TLP); *_per_network: mean over networks (TenSet)", **result})
         return 0
     tasks = result.pop("per_task", None)
-    print_table(f"{config['model']} checkpoint {args.model} on {args.data}", ["metric", "value"],
-                [[k, f"{v:.4f}" if isinstance(v, float) else v] for k, v in result.items()])
+    interval, chance = result.pop("interval"), result.pop("chance")
+    rows = []
+    for key, value in result.items():
+        low_high = interval.get(key)
+        rows.append([key, f"{value:.4f}" if isinstance(value, float) else value,
+                     f"{low_high[0]:.4f} - {low_high[1]:.4f}" if low_high else "",
+                     f"{chance[key]:.4f}" if key in chance else ""])
+    print_table(f"{config['model']} checkpoint {args.model} on {args.data}",
+                ["metric", "value", "95% interval", "random pick"], rows)
     if tasks:
         print_table("per task: best latency / latency of the model's pick", ["task", "weight", "programs", "top1"],
                     [[t["task"], f"{t['weight']:g}", t["programs"], f"{t['top1']:.4f}"] for t in tasks])
-    print("top1/top5: pooled over tasks, weighted by task weight (TLP); *_per_network: mean over networks (TenSet)")
+    print("top1/top5: pooled over tasks, weighted by task weight (TLP); *_per_network: mean over networks (TenSet); "
+          "interval: 95% bootstrap over tasks; random pick: the expected score of a random ranking")
     return 0
 
 
