@@ -24,7 +24,7 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("--epochs", type=int, default=None, help="training epochs (model default: 50)")
     train.add_argument("--batch-size", type=int, default=None, help="programs per batch (model default: 512)")
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
+    train.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     train.set_defaults(handler=run_train)
 
     ev = subparsers.add_parser(
