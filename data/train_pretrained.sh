@@ -14,7 +14,7 @@ for profile in $PROFILES; do
   for model in mlp tlp mamba; do
     rm -rf "$OUT/$profile/$model.new"
     OMP_NUM_THREADS=1 .venv/bin/tcl train --model "$model" --data "data/bundled/$profile" \
-      --holdout bert-tiny --epochs "$EPOCHS" --out "$OUT/$profile/$model.new" \
+      --held-out bert-tiny --epochs "$EPOCHS" --out "$OUT/$profile/$model.new" \
       2>&1 | tee "runs/pretrained-$profile-$model.log" | grep -v "^\[$model\] epoch"
     rm -rf "$OUT/$profile/$model" && mv "$OUT/$profile/$model.new" "$OUT/$profile/$model"
   done

@@ -27,9 +27,14 @@ Files are written to a temporary name in the same directory and renamed, so read
 see half a file; an unreadable or mismatching file counts as a miss and is rewritten.
 Features of other shapes (dicts, ...) are computed but not cached.
 
-Cost (2-core VM): :func:`tcl.pools.program_key` takes ~0.5 ms a program (canonical JSON +
-sha256), i.e. a cache look-up is *slower* than computing trace-seq features (~0.04 ms a
-program) and worth it for per-store (~10 ms a program). Keys are memoized per
+Size cap: after a call that wrote files, the least recently used files are deleted until the
+cache is within ``$TCL_CACHE_MAX_MB`` megabytes (default 1024; 0 turns the cap off). A hit
+renews a file's modification time, which is what "recently used" means here. Several
+processes may share a cache: a file evicted under another reader is only a miss.
+
+Keys (:func:`tcl.pools.program_key`: canonical JSON + sha256 of each trace) cost about as much
+as computing cheap features, so the cache pays off for expensive featurizers (per-store,
+which replays traces); docs/design.md has the figures. Keys are memoized per
 :class:`~tcl.programs.Program` object, so repeated calls on the same ProgramSet pay once.
 """
 
@@ -40,18 +45,23 @@ import json
 import logging
 import os
 import tempfile
+import time
 import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from tcl.errors import TclError
 from tcl.interfaces import Featurizer
 from tcl.programs import Program, ProgramSet
 
 log = logging.getLogger(__name__)
 
 CACHE_ENV = "TCL_CACHE_DIR"
+MAX_MB_ENV = "TCL_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 1024.0
+_TMP_IN_USE_NS = 3600 * 10**9  # a temporary file younger than this may still be being written
 FORMAT = "tcl-features"
 FORMAT_VERSION = 1
 
@@ -66,6 +76,87 @@ def default_cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "tcl" / "features"
+
+
+def max_cache_bytes() -> int | None:
+    """The size cap from ``$TCL_CACHE_MAX_MB`` (default 1024 MB); None when it is 0 (no cap)."""
+    raw = os.environ.get(MAX_MB_ENV, "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_MB
+    except ValueError:
+        raise TclError(f"{MAX_MB_ENV}={raw!r}: expected a number of megabytes (0: no cap)") from None
+    if not mb >= 0 or mb == float("inf"):
+        raise TclError(f"{MAX_MB_ENV}={raw!r}: expected a number of megabytes >= 0 (0: no cap)")
+    return None if mb == 0 else int(mb * 1024 * 1024)
+
+
+def cache_files(cache_dir: str | os.PathLike) -> list[Path]:
+    """The entry files under ``cache_dir`` (``<featurizer>/<xx>/<fingerprint>.npz``) and
+    temporary files left by interrupted writers; nothing else is ever counted or deleted."""
+    root = Path(cache_dir).expanduser()
+    if not root.is_dir():
+        return []
+    return [p for p in root.glob("*/*/*") if p.is_file() and (p.suffix == ".npz" or p.suffix == ".tmp")]
+
+
+def cache_usage(cache_dir: str | os.PathLike) -> tuple[int, int]:
+    """(number of files, bytes) in ``cache_dir``."""
+    sizes = [_size(p) for p in cache_files(cache_dir)]
+    return len(sizes), sum(sizes)
+
+
+def evict(cache_dir: str | os.PathLike, max_bytes: int) -> int:
+    """Delete the least recently used files until ``cache_dir`` holds at most ``max_bytes``;
+    return how many were deleted."""
+    entries = []
+    recent = time.time_ns() - _TMP_IN_USE_NS
+    for path in cache_files(cache_dir):
+        try:
+            st = path.stat()
+        except FileNotFoundError:  # evicted or renamed by another process
+            continue
+        if path.suffix == ".tmp" and st.st_mtime_ns > recent:
+            continue  # another process may be writing it
+        entries.append((st.st_mtime_ns, st.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    deleted = 0
+    for _, size, path in sorted(entries, key=lambda e: (e[0], str(e[2]))):
+        if total <= max_bytes:
+            break
+        if _remove(path):
+            deleted += 1
+        total -= size
+    return deleted
+
+
+def clear(cache_dir: str | os.PathLike) -> tuple[int, int]:
+    """Delete every cache file in ``cache_dir`` (and the folders left empty); return (files, bytes)."""
+    files = cache_files(cache_dir)
+    sizes = [_size(p) for p in files]
+    removed = sum(_remove(p) for p in files)
+    root = Path(cache_dir).expanduser()
+    for folder in sorted({p.parent for p in files} | {p.parent.parent for p in files}, key=lambda d: -len(d.parts)):
+        if folder != root:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty: something that is not ours lives there
+                pass
+    return removed, sum(sizes)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _remove(path: Path) -> bool:
+    try:
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return False
 
 
 def program_keys(programs: Sequence[Program]) -> list[str]:
@@ -184,8 +275,11 @@ def cached_features(featurizer: Featurizer, records: ProgramSet, cache_dir: str 
     """``{task_key: featurizer.featurize(task, programs)}`` for every task of ``records``,
     read from ``cache_dir`` (default :func:`default_cache_dir`) where a file with the same
     fingerprint exists, computed and written otherwise. Failing to write (read-only or full
-    disk) is logged and the computed features are still returned."""
+    disk) is logged and the computed features are still returned. After writing, the cache
+    is cut back to its size cap (module doc)."""
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    cap = max_cache_bytes()
+    wrote = False
     out: dict[str, Any] = {}
     for task, programs in records:
         keys = program_keys(programs)
@@ -193,7 +287,9 @@ def cached_features(featurizer: Featurizer, records: ProgramSet, cache_dir: str 
         path = _entry_path(root, featurizer, fp)
         expect = _meta(featurizer, task.key, len(programs), "")
         features = _read(path, expect)
-        if features is None:
+        if features is not None:
+            _touch(path)
+        else:
             features = featurizer.featurize(task, programs)
             packed = _pack(features, len(programs))
             if packed is None:
@@ -202,7 +298,21 @@ def cached_features(featurizer: Featurizer, records: ProgramSet, cache_dir: str 
                 kind, arrays = packed
                 try:
                     _write(path, _meta(featurizer, task.key, len(programs), kind), arrays)
+                    wrote = True
                 except OSError as exc:
                     log.warning("feature cache: cannot write %s (%s)", path, exc)
         out[task.key] = features
+    if wrote and cap is not None:
+        evicted = evict(root, cap)
+        if evicted:
+            log.info("feature cache: evicted %d least recently used files to stay within %s=%g",
+                     evicted, MAX_MB_ENV, cap / 1024 / 1024)
     return out
+
+
+def _touch(path: Path) -> None:
+    """Mark a hit as recently used (for eviction); a read-only cache stays usable."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass

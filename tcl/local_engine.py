@@ -1,9 +1,8 @@
 """Measuring batches of candidates on this host's CPU: build on every core, then time alone.
 
-Where the time of one candidate goes with MetaSchedule's builder and runner on a 2-core VM
-(conv2d, x86-avx2; docs/measurement.md): about 0.19 s lowering and LLVM code generation,
-0.06 s exporting and linking a shared library, 0.10 s timing, plus a process hop and an
-argument allocation per candidate. Timing needs the machine to itself (a second process
+With MetaSchedule's builder and runner each candidate pays for lowering and LLVM code
+generation, exporting and linking its own shared library, and timing, plus a process hop and
+an argument allocation (docs/measurement.md has the measured split). Timing needs the machine to itself (a second process
 makes a multi-threaded kernel wait for a descheduled worker), building does not. So a batch
 is measured in two phases that never overlap:
 

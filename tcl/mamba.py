@@ -6,51 +6,33 @@ between the two in both directions; when the input is on CUDA and mamba-ssm impo
 calls mamba-ssm's fused kernels instead of the code below.
 
 The expensive part on a CPU is the scan. With ``d_inner`` channels, ``d_state`` states and
-``L`` steps it touches ``batch * L * d_inner * d_state`` numbers (52 M for batch 512, L 25,
-d_inner 256), and eager torch makes one pass over them per op: the forward needs about nine
-passes' worth of memory traffic (decay, its exp2, the input term, the recurrence, C . h), the
-backward about 24. What made it fast here:
+``L`` steps it touches ``batch * L * d_inner * d_state`` numbers, and eager torch makes one pass
+over them per op: the forward needs about nine passes' worth of memory traffic (decay, its
+exp2, the input term, the recurrence, C . h), the backward about 24. So the layout is chosen
+to keep those passes few and cache-friendly:
 
 * The recurrence runs time-major, ``(L, batch, d_state, d_inner)``, so each step is one in-place
   ``addcmul_`` on a contiguous slice, in blocks of the batch whose working set stays in cache;
   buffers are allocated once per call and reused by every block.
-* Operands contiguous along d_inner: ``A.t()`` is not, and the broadcast product with it that
-  fills the decay buffer ran 3x slower; fixing that alone made the scan 1.5x faster.
+* Operands are contiguous along d_inner (``A.t()`` is not, and a broadcast product with a
+  strided operand is much slower).
 * The backward is written by hand and recomputes the states of one batch block at a time
   instead of letting autograd keep every step's ``(batch, d_inner, d_state)`` tensors.
 * The skip term ``D*u``, the gate ``silu(z)`` and the softplus of delta are inside the op, so
   autograd keeps none of their (L, batch, d_inner) intermediates.
-* Without autograd (prediction) the block runs 64 sequences at a time: intermediates die per
-  chunk; the model's peak memory at batch 512 fell from 206 to 83 MiB.
-* ``exp2`` of pre-scaled exponents instead of ``exp``: on this AMD EPYC, ``torch.exp`` on float32
-  is 4x slower than ``torch.exp2``.
-* Contractions are ``bmm`` with a single-row left operand (``(1, k) @ (k, n)``); the transposed
-  form ``(n, k) @ (k, 1)`` is 15x slower in MKL's batched GEMM. Sums over the state index and
-  over (time, batch) are such products with a row of ones.
+* Without autograd (prediction) the block runs 64 sequences at a time, so intermediates die
+  per chunk.
+* ``exp2`` of pre-scaled exponents instead of ``exp``, which is the slower of the two for
+  float32 on x86 CPUs.
+* Contractions are ``bmm`` with a single-row left operand (``(1, k) @ (k, n)``), the fast form
+  of MKL's batched GEMM; sums over the state index and over (time, batch) are such products
+  with a row of ones.
 
-Measured (benchmarks/bench_mamba_speed.py, docs/cost-models.md): with expand 1, a Mamba model
-trains and predicts at about TLP's speed at equal depth; with expand 2 it is ~1.9x slower,
-because its projections alone do more matmul work than TLP's whole attention layer.
-
-Tried and dropped:
-
-* A chunked scan with the decays from a cumulative sum of delta*A in log space and the states
-  from ``cumsum`` (one op over time instead of a Python loop): ``exp(-S)`` overflows float32 once
-  a chunk's summed exponents pass ~88 (delta*A reaches -600 in the tests), and even where it is
-  safe it needs more passes (two exps, a cumsum, two products) than the recurrence; the Python
-  loop costs ~3 us a step, not the bottleneck.
-* A chunked "segsum" form (Mamba-2's SSD): the decay ``exp(delta*A)`` depends on the state
-  index here, so the ``L x L`` kernel is no matrix product; it has ``(L+1)/2`` times the
-  elementwise work of the recurrence.
-* ``torch.pow(exp(A), delta)`` for the decay in one op: the forward ran 3.5x slower.
-* One buffer for decay and states, the state kept per step (inference), the whole batch per
-  step, blocks of 1-20 sequences: all within noise of this layout, or slower.
-* Keeping exp(delta*A) and the states from the forward for the backward: hundreds of MB at
-  batch 512, more than TLP's whole training step, and no faster than recomputing.
-* torch.compile of the scan alone (inductor fuses the forward recurrence into one loop): 2x
-  faster inference at d_inner 128, no faster training at d_inner 512, and 30-60 s of compiling
-  per shape. ``torch.compile`` of a whole model works (the scan stays one opaque op) but gained
-  nothing for training here.
+The measured speed and memory, and the alternatives tried and dropped (a chunked log-space
+scan, which overflows float32; Mamba-2's segsum form, which is no matrix product here because
+the decay depends on the state index; ``torch.pow`` for the decay; other buffer layouts;
+keeping the forward's decays for the backward; torch.compile), with their figures, are in
+docs/cost-models.md.
 """
 
 from __future__ import annotations
@@ -129,10 +111,9 @@ def _scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor
     A (d, N) < 0 and D (d,); delta goes through softplus first if ``delta_softplus``.
 
     The skip term, the gate and the softplus are inside the op, computed block by block like the
-    scan, so that neither autograd nor the op holds any (L, b, d) intermediate of theirs: the
-    training step's peak memory fell by ~50 MiB at batch 512.
+    scan, so that neither autograd nor the op holds any (L, b, d) intermediate of theirs.
     A custom op rather than an autograd.Function so that torch.compile treats it as one opaque
-    call: traced, its Python loops unroll into a graph that took 80 s to compile and ran slower.
+    call: traced, its Python loops unroll into a graph that is slow to compile and to run.
     """
     B, C = B.contiguous(), C.contiguous()
     L, b, d = u.shape

@@ -53,7 +53,7 @@ class Program:
         """Measured seconds, the fastest of the repeats; ``inf`` for a failed or unmeasured program.
 
         The minimum, not the mean: other work on the machine only ever adds time, and on a
-        shared 2-core box one interrupted repeat can make a multi-threaded kernel look tens
+        busy machine one interrupted repeat can make a multi-threaded kernel look tens
         of times slower (docs/measurement.md, "Noise"). With one repeat both are the same.
         """
         if self.error is not None or not self.run_secs:

@@ -14,7 +14,7 @@ import attrs
 
 class Deferred:
     """A factory named by module and attribute, imported on first use, so that listing a
-    plugin's registrations does not import what only building it needs (torch, ~5 s).
+    plugin's registrations does not import what only building it needs (torch takes seconds).
     Calls and attribute look-ups (e.g. a class's ``load``) go to the real object."""
 
     def __init__(self, module: str, attribute: str) -> None:

@@ -1,19 +1,18 @@
 """TVM objects as plain JSON, and live traces as TVM's trace JSON fast enough for the search.
 
 A tuning record stores a trace as ``[insts, decisions]`` (``Trace.as_json``). ``as_json``
-walks TVM's containers element by element from Python: about 1.1 ms for a 50-instruction
-trace on this machine, plus 0.4 ms to turn its IntImm/FloatImm into numbers, which was most
-of a trace-seq model's predict time in the MetaSchedule bridge.
+walks TVM's containers element by element from Python, and turning its IntImm/FloatImm into
+numbers takes as long again: done per candidate, that is most of a trace-seq model's predict
+time in the MetaSchedule bridge.
 
-TVM also prints a trace as Python (``TraceAsPython``: one C++ call, ~0.15 ms), one line per
+TVM also prints a trace as Python (``TraceAsPython``: one C++ call), one line per
 instruction, and a line names everything the instruction's JSON holds: its kind, inputs,
 attributes, outputs and decision. So :class:`TraceJson` converts each *distinct* line once,
 from the element of ``TraceAsJSON`` at that index, and reuses it afterwards: the candidates
-of a search differ in a few lines (new decisions, the postprocessing they change). Measured
-(``benchmarks/bench_bridge_predict.py``: 512 candidates of ``bert-tiny/fused_matmul4_add4_gelu``,
-2-core VM, idle): 0.24 ms per trace from an empty memo and 0.21 ms warm, against 1.23 ms;
-output equal to ``plain_json(trace.as_json())`` (asserted there, and tested on matmul and
-softmax design spaces in tests/test_trace_json.py).
+of a search differ in a few lines (new decisions, the postprocessing they change). The
+output equals ``plain_json(trace.as_json())`` (asserted in benchmarks/bench_bridge_predict.py,
+tested on matmul and softmax design spaces in tests/test_trace_json.py); the speed-up is
+measured in docs/tuning.md.
 """
 
 from __future__ import annotations

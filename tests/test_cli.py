@@ -30,3 +30,28 @@ def test_unknown_command_is_one_line():
 def test_no_command_prints_help_and_fails():
     proc = run_tcl()
     assert proc.returncode == 2 and "commands" in proc.stdout
+
+
+def _all_parsers(parser, path=("tcl",)):
+    """(command path, parser) of every command and nested subcommand."""
+    yield path, parser
+    for action in parser._actions:
+        if action.__class__.__name__ == "_SubParsersAction":
+            for name, sub in action.choices.items():
+                yield from _all_parsers(sub, path + (name,))
+
+
+SHARED = {"--data": {"train", "eval", "sample", "transfer"}, "--held-out": {"train", "transfer"},
+          "--seed": {"train", "sample", "transfer", "adapt", "collect"},
+          "--threads": {"train", "sample", "transfer", "adapt"}, "--json": {"eval", "transfer", "plugins", "profiles"}}
+
+
+@pytest.mark.parametrize("option", sorted(SHARED))
+def test_a_shared_option_means_the_same_in_every_command(option):
+    seen = {}
+    for path, parser in _all_parsers(build_parser()):
+        for action in parser._actions:
+            if option in action.option_strings:
+                seen[path[-1]] = (tuple(action.option_strings), action.type, action.default, action.required, action.help)
+    assert SHARED[option] <= set(seen), f"{option} missing from {sorted(SHARED[option] - set(seen))}"
+    assert len(set(seen.values())) == 1, f"{option} differs between commands: {seen}"

@@ -17,7 +17,7 @@ BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 def checkpoint(tmp_path_factory):
     out = tmp_path_factory.mktemp("ckpt") / "tlp"
     proc = run_tcl("train", "--model", "tlp", "--data", str(BUNDLED), "--profile", "x86-avx2",
-                   "--holdout", "bert-tiny", "--epochs", "2", "--batch-size", "128", "--out", str(out))
+                   "--held-out", "bert-tiny", "--epochs", "2", "--batch-size", "128", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "held-out networks bert-tiny: top1" in proc.stdout
     return out

@@ -36,7 +36,7 @@ def checkpoint(tmp_path_factory):
     out = tmp_path_factory.mktemp("ckpt") / "tlp"
     # trained on resnet-18's tasks only, to keep the test short
     proc = run_tcl("train", "--model", "tlp", "--data", str(BUNDLED / "x86-avx2"), "--profile", "x86-avx2",
-                   "--holdout", "bert-tiny,gpt-block,mlp-mixer,vit-tiny", "--epochs", "1", "--batch-size", "128",
+                   "--held-out", "bert-tiny,gpt-block,mlp-mixer,vit-tiny", "--epochs", "1", "--batch-size", "128",
                    "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return out

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import comma_list
+from tcl.cli.common import add_budget_option, add_seed_option, comma_list
 from tcl.cli.progress import RichReporter
 
 
@@ -23,12 +23,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--pool-size", type=int, required=True, help="candidates generated per task")
     parser.add_argument("--out", type=Path, required=True, help="record directory to write (and resume)")
     parser.add_argument("--sampler", default="all", help="which candidates to measure (default: all)")
-    parser.add_argument("--budget", type=float, default=1.0,
-                        help="per task: a fraction of the pool (0-1) or a whole count of programs (default 1.0)")
+    add_budget_option(parser, 1.0)
     parser.add_argument("--pool", type=Path, default=None,
                         help="pool directory to use or create, to measure the same pool on several profiles "
                              "(default: OUT/pool)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for pools and samplers (default 0)")
+    add_seed_option(parser)
     parser.add_argument("--batch-size", type=int, default=16, help="candidates built and run per batch")
     parser.add_argument("--max-tasks", type=int, default=None, help="only the first N tasks (round-robin over networks, most work first)")
     parser.add_argument("--include-simple-tasks", action="store_true",

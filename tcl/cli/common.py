@@ -1,10 +1,11 @@
-"""Shared CLI pieces: the one-line error parser, JSON/table output."""
+"""Shared CLI pieces: the one-line error parser, the options several commands take, JSON/table output."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from tcl.errors import TclError
@@ -15,6 +16,35 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# Options that several commands take, defined once so that each has one spelling, type,
+# default and meaning everywhere.
+
+def add_data_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
+
+
+def add_held_out_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--held-out", default="", metavar="NETWORKS",
+                        help="comma-separated networks kept out of training and scored on")
+
+
+def add_budget_option(parser: argparse.ArgumentParser, default: float) -> None:
+    parser.add_argument("--budget", type=float, default=default,
+                        help=f"per task: a fraction of the programs (0-1) or a whole count (default {default:g})")
+
+
+def add_seed_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for training (default 1)")
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
 
 def comma_list(text: str) -> list[str]:

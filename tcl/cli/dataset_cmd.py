@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import print_json, print_table
+from tcl.cli.common import add_json_option, print_json, print_table
 
 
 def add_parser(subparsers: Any) -> None:
@@ -17,7 +17,7 @@ def add_parser(subparsers: Any) -> None:
     info = commands.add_parser("info", help="tasks, programs, profiles, failures and size",
                                description="Summarize every TVM JSONDatabase found under DIR, grouped by profile.")
     info.add_argument("dir", type=Path, help="record directory (searched recursively)")
-    info.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_json_option(info)
     info.set_defaults(handler=run_info)
     imp = commands.add_parser("import-tenset", help="convert TenSet record files (no TVM needed)",
                               description="Convert TenSet auto_scheduler record files (one JSON line each) into a "

@@ -6,13 +6,13 @@ import sys
 from typing import Sequence
 
 from tcl import __version__
-from tcl.cli import (collect_cmd, dataset_cmd, plugins_cmd, profiles_cmd, quickstart_cmd, run_cmd, sample_cmd,
-                     train_cmd, transfer_cmd, tune_cmd)
+from tcl.cli import (cache_cmd, collect_cmd, dataset_cmd, plugins_cmd, profiles_cmd, quickstart_cmd, run_cmd,
+                     sample_cmd, train_cmd, transfer_cmd, tune_cmd)
 from tcl.cli.common import Parser
 from tcl.errors import TclError
 
 COMMANDS = (quickstart_cmd, plugins_cmd, profiles_cmd, collect_cmd, dataset_cmd, sample_cmd, train_cmd, tune_cmd,
-            transfer_cmd, run_cmd)
+            transfer_cmd, run_cmd, cache_cmd)
 
 
 def build_parser() -> Parser:

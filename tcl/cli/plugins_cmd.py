@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tcl.cli.common import print_json, print_table
+from tcl.cli.common import add_json_option, print_json, print_table
 from tcl.discovery import EXTENSION_POINTS, load_registry
 
 
@@ -13,7 +13,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("plugins", help="list plugins by extension point",
                                    description="List every extension point, its plugins and their providers, "
                                                "and plugins that failed to load.")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    add_json_option(parser)
     parser.set_defaults(handler=run)
 
 

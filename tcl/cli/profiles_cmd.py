@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tcl.cli.common import print_json, print_table
+from tcl.cli.common import add_json_option, print_json, print_table
 from tcl.profiles import load_profiles
 
 
@@ -13,7 +13,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("profiles", help="list hardware profiles",
                                    description="List built-in and user hardware profiles (user ones come from "
                                                "--profiles-dir and TCL_PROFILES_PATH).")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_json_option(parser)
     parser.set_defaults(handler=run)
 
 

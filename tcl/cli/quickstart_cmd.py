@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import print_json, print_table
+from tcl.cli.common import add_json_option, add_seed_option, print_json, print_table
 from tcl.errors import TclError
 
 SUMMARY_FILE = "quickstart.json"
@@ -35,8 +35,8 @@ def add_parser(subparsers: Any) -> None:
                              "faster on a small machine)")
     parser.add_argument("--teacher", type=Path, default=None, help="checkpoint to start from (the shipped mamba)")
     parser.add_argument("--pool", type=Path, default=None, help="candidate pool (data/bundled/pool)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_seed_option(parser)
+    add_json_option(parser)
     parser.set_defaults(handler=run)
 
 

@@ -7,24 +7,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import comma_list, print_json, print_table
+from tcl.cli.common import (add_data_option, add_held_out_option, add_json_option, add_seed_option,
+                            add_threads_option, comma_list, print_json, print_table)
 
 
 def add_parser(subparsers: Any) -> None:
     train = subparsers.add_parser(
         "train", help="train a cost model on measured records",
         description="Train a cost model (see tcl plugins) with LambdaRank within tasks on records under DATA "
-                    "(any tree of TVM JSONDatabases). Tasks of --holdout networks are kept out for evaluation.")
+                    "(any tree of TVM JSONDatabases). Tasks of --held-out networks are kept out for evaluation.")
     train.add_argument("--model", required=True, help="cost model name: mlp, tlp, mamba, xgb, or a plugin's")
-    train.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
+    add_data_option(train)
     train.add_argument("--profile", default=None, help="only records of this profile (needed when DATA holds several)")
     train.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
-    train.add_argument("--holdout", default="", help="comma-separated networks kept out of training and evaluated on")
+    add_held_out_option(train)
     train.add_argument("--valid-fraction", type=float, default=0.1, help="fraction of training tasks for early stopping")
     train.add_argument("--epochs", type=int, default=None, help="training epochs (model default: 50)")
     train.add_argument("--batch-size", type=int, default=None, help="programs per batch (model default: 512)")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
+    add_seed_option(train)
+    add_threads_option(train)
     train.set_defaults(handler=run_train)
 
     ev = subparsers.add_parser(
@@ -32,12 +33,12 @@ def add_parser(subparsers: Any) -> None:
         description="Top-1/Top-5 (pooled over tasks and per network) and pairwise accuracy of a checkpoint on "
                     "records under DATA, e.g. a directory written by plain tvm tune_tir.")
     ev.add_argument("--model", type=Path, required=True, help="checkpoint directory")
-    ev.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
+    add_data_option(ev)
     ev.add_argument("--profile", default=None, help="only records of this profile")
     ev.add_argument("--network", default="", help="comma-separated networks: only their tasks (e.g. the ones "
                                                    "held out in training)")
     ev.add_argument("--per-task", action="store_true", help="also each task's own Top-1 (best / latency of the pick)")
-    ev.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(ev)
     ev.set_defaults(handler=run_eval)
 
 
@@ -60,8 +61,8 @@ def run_train(args: argparse.Namespace) -> int:
 
     model = discovery.registry().create("cost_models", args.model, **_model_options(args))
     records, _ = clean_records(load_records(args.data, profile=args.profile))
-    holdout = comma_list(args.holdout)
-    train, held = split_by_network(records, holdout) if holdout else (records, None)
+    held_out = comma_list(args.held_out)
+    train, held = split_by_network(records, held_out) if held_out else (records, None)
     train, valid = split_by_task(train, args.valid_fraction, seed=args.seed)
     fit_metrics = model.fit(train, valid if len(valid) else None, seed=args.seed)
     model.save(args.out)
@@ -71,7 +72,7 @@ def run_train(args: argparse.Namespace) -> int:
         print("fit: " + ", ".join(f"{k} {v:.4f}" for k, v in fit_metrics.items() if isinstance(v, float)))
     if held is not None and held.tasks:
         result = score_records(model, held)
-        print(f"held-out networks {', '.join(holdout)}: " + _summary(result))
+        print(f"held-out networks {', '.join(held_out)}: " + _summary(result))
     return 0
 
 

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import comma_list, print_json
+from tcl.cli.common import (add_budget_option, add_data_option, add_held_out_option, add_json_option, add_seed_option,
+                            add_threads_option, comma_list, print_json)
 from tcl.errors import TclError
 
 DEFAULT_TEACHER = ("x86-avx2", "mamba")  # plugins/pretrained/<profile>/<model>
@@ -23,13 +24,12 @@ def _strategy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, help="cost model family: a teacher of another is refused; scratch without a teacher builds it "
                              "(default mamba)")
     parser.add_argument("--featurizer", default=None, help="refuse a teacher trained on other features")
-    parser.add_argument("--budget", type=float, default=0.1,
-                        help="per task: fraction (0-1) or count of programs measured on the new platform (default 0.1)")
+    add_budget_option(parser, 0.1)
     parser.add_argument("--sampler", default="rdu", help="which programs count as measured (default rdu)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
+    add_seed_option(parser)
+    add_threads_option(parser)
     parser.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(parser)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -41,8 +41,8 @@ def add_parser(subparsers: Any) -> None:
     tr.add_argument("--strategy", required=True, help="continual-kd, fine-tune, mtl, scratch, or a plugin's")
     tr.add_argument("--teacher", type=Path, default=None, help="checkpoint of the earlier platform's model")
     tr.add_argument("--profile", required=True, help="profile of the new platform's records")
-    tr.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
-    tr.add_argument("--held-out", default="", help="comma-separated networks kept out of sampling and scored on")
+    add_data_option(tr)
+    add_held_out_option(tr)
     tr.add_argument("--sampler-uses-model", action="store_true",
                     help="let the sampler use the teacher (RDU: its embedding and MC-dropout uncertainty; slow on CPU)")
     _strategy_options(tr)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import comma_list, print_json, print_table
+from tcl.cli.common import add_json_option, add_seed_option, comma_list, print_json, print_table
 
 
 def add_parser(subparsers: Any) -> None:
@@ -35,12 +35,12 @@ def add_parser(subparsers: Any) -> None:
                       help="evolutionary search population (MetaSchedule's default 512; smaller is faster per round)")
     tune.add_argument("--online", action="store_true", help="fine-tune our model on the measurements as they come")
     tune.add_argument("--out", type=Path, required=True, help="output directory (records, curve, result)")
-    tune.add_argument("--seed", type=int, default=0)
+    add_seed_option(tune)
     tune.add_argument("--repeats", type=int, default=20, help="timing repeats of the final network (median)")
     tune.add_argument("--baseline", default=None,
                       help="with --compare: the method (as given, or its label) the others are compared "
                            "with (default: the first)")
-    tune.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_option(tune)
     tune.set_defaults(handler=run_tune)
 
 

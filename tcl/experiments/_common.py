@@ -23,7 +23,7 @@ EXPERIMENT = {
     "description": ("str", ""),
     "profiles": ("list[str]", REQUIRED),
     "seeds": ("list[int]", [0]),
-    "threads": ("int", 1),  # torch threads: 1 is fastest on a shared 2-core box
+    "threads": ("int", 1),  # torch threads per process
 }
 # kinds that train on records: where they are and which networks are kept out
 RECORDS = {

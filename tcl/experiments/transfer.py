@@ -4,8 +4,7 @@ For each strategy and seed, :func:`tcl.transfer.run_sequence` trains the base mo
 first profile and carries it to each next one with a ``budget`` sample. Rows: per strategy
 and platform, Top-1/Top-5/pairwise accuracy on that platform's held-out tasks and, averaged
 over the earlier platforms, Top-1 and pairwise on theirs (forgetting); mean and std over
-seeds. ``[experiment] jobs`` runs that many seeds at once in separate processes (a 2-core
-box finishes 3 seeds in about half the time).
+seeds. ``[experiment] jobs`` runs that many seeds at once in separate processes.
 """
 
 from __future__ import annotations
