@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+import attrs
 import numpy as np
 
 from tcl import discovery
@@ -40,6 +41,38 @@ def load_checkpoint(path: Path, **options: Any) -> CostModel:
     return record.factory.load(Path(path), **options)
 
 
+@attrs.define
+class Predictions:
+    """A model's scores of the programs of every task that can be scored (two or more
+    programs, one of them measured), with what the metrics need; keyed by task key."""
+
+    latencies: dict[str, np.ndarray] = attrs.Factory(dict)
+    scores: dict[str, np.ndarray] = attrs.Factory(dict)
+    weights: dict[str, float] = attrs.Factory(dict)
+    networks: dict[str, list[str]] = attrs.Factory(dict)
+    names: dict[str, str] = attrs.Factory(dict)
+
+    def update(self, other: "Predictions") -> None:
+        """Add ``other``'s tasks (a task already here keeps its first prediction)."""
+        for key in other.latencies:
+            if key not in self.latencies:
+                for field in ("latencies", "scores", "weights", "networks", "names"):
+                    getattr(self, field)[key] = getattr(other, field)[key]
+
+
+def predict_records(model: CostModel, records: ProgramSet) -> Predictions:
+    out = Predictions()
+    for task, programs in records:
+        if len(programs) < 2 or not any(p.ok for p in programs):
+            continue
+        out.latencies[task.key] = np.array([p.latency for p in programs])
+        out.scores[task.key] = np.asarray(model.predict(task, programs), dtype=np.float64)
+        out.weights[task.key] = task.weight
+        out.networks[task.key] = list(task.networks) or ["(unknown)"]
+        out.names[task.key] = task.name
+    return out
+
+
 def score_records(model: CostModel, records: ProgramSet, *, per_task: bool = False,
                   intervals: bool = False) -> dict[str, Any]:
     """Top-1/Top-5 (pooled over tasks, TLP style, and averaged per network, TenSet style),
@@ -48,15 +81,8 @@ def score_records(model: CostModel, records: ProgramSet, *, per_task: bool = Fal
     divides by the sum of picked latencies, so one very slow pick can hide the rest.
     ``intervals`` adds ``interval`` (95% bootstrap over tasks) and ``chance`` (the expected
     score of a random ranking) per metric."""
-    latencies, scores, weights, networks, names = {}, {}, {}, {}, {}
-    for task, programs in records:
-        if len(programs) < 2 or not any(p.ok for p in programs):
-            continue
-        latencies[task.key] = np.array([p.latency for p in programs])
-        scores[task.key] = np.asarray(model.predict(task, programs), dtype=np.float64)
-        weights[task.key] = task.weight
-        networks[task.key] = list(task.networks) or ["(unknown)"]
-        names[task.key] = task.name
+    p = predict_records(model, records)
+    latencies, scores, weights, networks, names = p.latencies, p.scores, p.weights, p.networks, p.names
     if not latencies:
         raise TclError("no task with two or more programs and a successful measurement to evaluate on")
     result = evaluate(latencies, scores, ks=(1, 5), weights=weights, networks=networks)

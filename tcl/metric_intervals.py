@@ -84,20 +84,25 @@ def _membership(keys: list[str], networks: Mapping[str, Sequence[str]] | None) -
     return member
 
 
-def bootstrap_intervals(latencies: Mapping[str, Any], scores: Mapping[str, Any], *, ks: Sequence[int] = (1, 5),
-                        weights: Mapping[str, float] | None = None,
+def bootstrap_intervals(latencies: Mapping[str, Any], scores: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
+                        ks: Sequence[int] = (1, 5), weights: Mapping[str, float] | None = None,
                         networks: Mapping[str, Sequence[str]] | None = None,
                         rounds: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, tuple[float, float]]:
     """``{metric: (low, high)}``: the central ``level`` interval of each metric of
-    :func:`tcl.metrics.evaluate` over ``rounds`` resamples of the tasks with replacement."""
+    :func:`tcl.metrics.evaluate` over ``rounds`` resamples of the tasks with replacement.
+
+    ``scores`` may be a list of score mappings (models trained with several seeds): then each
+    resample's metric is the mean over them, the interval of the figure reported for the seeds."""
     keys = list(latencies)
-    terms = _task_terms(latencies, scores, ks)
+    runs = [scores] if isinstance(scores, Mapping) else list(scores)
     weight = np.array([1.0 if weights is None else float(weights.get(k, 1.0)) for k in keys])
+    member = _membership(keys, networks)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(keys), size=(rounds, len(keys)))
     counts = np.zeros((rounds, len(keys)))
     np.add.at(counts, (np.arange(rounds)[:, None], draws), 1.0)
-    rows = _metric_rows(counts, terms, weight, _membership(keys, networks), ks)
+    per_run = [_metric_rows(counts, _task_terms(latencies, run, ks), weight, member, ks) for run in runs]
+    rows = {name: np.mean([r[name] for r in per_run], axis=0) for name in per_run[0]}
     tail = (1.0 - level) / 2 * 100
     out = {}
     for name, values in rows.items():

@@ -81,10 +81,19 @@ def test_models_smoke_config_runs_and_parallel_profiles_give_the_same_rows(tmp_p
     proc = run_tcl("run", str(ROOT / "configs" / "smoke-models.toml"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((out / "results.json").read_text())["rows"]
-    assert [r["model"] for r in rows] == ["tlp", "mamba"]
+    assert [(r["model"], r["split"]) for r in rows] == [("tlp", "held-out"), ("tlp", "cv"), ("mamba", "held-out"),
+                                                         ("mamba", "cv")]
     # held-out bert-tiny is scored on its idle re-measurement (eval_data), not on data/bundled
     held = [t for t in load_records(IDLE, profile="x86-avx2").tasks.values() if "bert-tiny" in t.networks]
-    assert all(0 < r["top1"] <= 1 and r["held_tasks"] == len(held) for r in rows)
+    assert all(0 < r["top1"] <= 1 and r["held_tasks"] == len(held) for r in rows if r["split"] == "held-out")
+    # cross-validation scores every training task, each by the fold model that never saw its network
+    trained = [t for t in load_records(ROOT / "data" / "bundled", profile="x86-avx2").tasks.values()
+               if "bert-tiny" not in t.networks]
+    for row in rows:
+        assert row["top1_low"] <= row["top1"] <= row["top1_high"] and row["chance_pairwise"] == 0.5
+        assert 0 < row["chance_top1"] < row["chance_top5"] <= 1
+        if row["split"] == "cv":
+            assert row["folds"] == 2 and row["held_tasks"] == len(trained)
     assert json.loads((out / "config.resolved.json").read_text())["experiment"]["eval_data"] == str(IDLE)
     assert (out / "results.png").is_file()
 

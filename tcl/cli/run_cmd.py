@@ -41,26 +41,32 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
-    """The rows as a table, ``x`` and ``x_std`` shown as one ``mean ± std`` column; wide
+    """The rows as a table, ``x``, ``x_std`` and ``x_low``/``x_high`` shown as one
+    ``mean ± std [low, high]`` column; wide
     enough not to wrap when written to a file."""
     from rich.console import Console
     from rich.table import Table
 
-    columns = [k for k in dict.fromkeys(k for row in rows for k in row) if not k.endswith("_std")]
+    columns = [k for k in dict.fromkeys(k for row in rows for k in row) if not k.endswith(("_std", "_low", "_high"))]
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column)
     for row in rows:
         single = row.get("seeds") == 1  # a spread over one seed is no information
-        table.add_row(*(_cell(row.get(c), None if single else row.get(f"{c}_std")) for c in columns))
+        table.add_row(*(_cell(row.get(c), None if single else row.get(f"{c}_std"), row.get(f"{c}_low"),
+                              row.get(f"{c}_high")) for c in columns))
     console = Console()
     Console(width=max(console.width, 200) if not console.is_terminal else None).print(table)
 
 
-def _cell(value: Any, std: Any = None) -> str:
+def _cell(value: Any, std: Any = None, low: Any = None, high: Any = None) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "-"
         text = f"{value:.0f}" if value.is_integer() and abs(value) >= 10 else f"{value:.4f}"  # counts stay counts
-        return text if std is None else f"{text} ± {std:.4f}"
+        if std is not None:
+            text += f" ± {std:.4f}"
+        if low is not None and high is not None:
+            text += f" [{low:.3f}, {high:.3f}]"
+        return text
     return "" if value is None else str(value)

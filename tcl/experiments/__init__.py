@@ -119,8 +119,10 @@ def run_config(config_path: Path, out_dir: Path, *, registry: Any,
 
 
 def plot(results: Mapping[str, Any], path: Path) -> None:
-    """Bar chart of ``results["metric"]`` per row, error bars from ``<metric>_std``."""
+    """Bar chart of ``results["metric"]`` per row: error bars from ``<metric>_low``/``_high``
+    (an interval) or else ``<metric>_std``; ``chance_<metric>`` drawn as a red tick."""
     import matplotlib
+    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -128,9 +130,17 @@ def plot(results: Mapping[str, Any], path: Path) -> None:
     metric, rows = results["metric"], results["rows"]
     labels = [" / ".join(str(r[k]) for k in results.get("label", ())) for r in rows]
     values = [r.get(metric, math.nan) for r in rows]
-    errors = [r.get(f"{metric}_std", 0.0) for r in rows]
+    if all(f"{metric}_low" in r for r in rows):  # a 95% interval: asymmetric bars
+        errors: Any = [[max(0.0, v - r[f"{metric}_low"]) for v, r in zip(values, rows)],
+                       [max(0.0, r[f"{metric}_high"] - v) for v, r in zip(values, rows)]]
+    else:
+        errors = [r.get(f"{metric}_std", 0.0) for r in rows]
     fig, ax = plt.subplots(figsize=(max(4.0, 0.55 * len(rows) + 1.5), 4.0))
-    ax.bar(range(len(rows)), values, yerr=errors if any(errors) else None, capsize=3, color="#4c72b0")
+    ax.bar(range(len(rows)), values, yerr=errors if np.any(errors) else None, capsize=3, color="#4c72b0")
+    chance = [r.get(f"chance_{metric}") for r in rows]
+    if all(c is not None for c in chance):
+        ax.scatter(range(len(rows)), chance, marker="_", s=300, color="#c44e52", zorder=3, label="random pick")
+        ax.legend(loc="upper right", fontsize=8)
     ax.set_xticks(range(len(rows)), labels, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel(metric)
     ax.set_ylim(0, 1.05 if all(0 <= v <= 1 for v in values if not math.isnan(v)) else None)
