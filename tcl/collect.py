@@ -20,6 +20,7 @@ import attrs
 
 from tcl import discovery
 from tcl.errors import TclError
+from tcl.interfaces import checked_selection
 from tcl.machine_load import BUSY_CORES, OtherLoad
 from tcl.profiles import HardwareProfile
 from tcl.programs import Program, Task
@@ -216,7 +217,9 @@ def collect(
                         continue
                     reporter.task(position, len(plan), task.name)
                     programs = [Program(task_key=task.key, trace=t) for t in traces]
-                    chosen = sampler.select(task, programs, n, measured=measured, model=model, seed=seed + r)
+                    chosen = checked_selection(sampler_name, sampler.select(task, programs, n, measured=measured,
+                                                                            model=model, seed=seed + r),
+                                               pool_size=len(traces), budget=n, measured=measured)
                     registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key,
                                                           indices=list(chosen), pool_size=len(traces))
                     _measure_task(task, [traces[i] for i in chosen], backend, writer, profile, batch_size, stats,

@@ -62,13 +62,16 @@ class Registry:
     manager: pluggy.PluginManager
     entries: dict[str, dict[str, Provided]]
     failed: list[FailedPlugin]
+    unknown_hooks: list[FailedPlugin] = attrs.Factory(list)  # hooks no spec defines (misspelt?)
 
     def get(self, point: str, name: str) -> registrations.Registration:
         """The record named ``name``; an unknown name raises TclError listing the choices."""
         found = self.entries[point].get(name)
         if found is None:
             choices = ", ".join(sorted(self.entries[point])) or "none installed"
-            raise TclError(f"unknown {_singular(point)} '{name}'; choices: {choices}")
+            failed = f"; plugins that failed to load: {', '.join(f.plugin for f in self.failed)} (see tcl plugins)" \
+                if self.failed else ""
+            raise TclError(f"unknown {_singular(point)} '{name}'; choices: {choices}{failed}")
         return found.record
 
     def names(self, point: str) -> list[str]:
@@ -139,6 +142,12 @@ def load_registry() -> Registry:
             continue
         distributions[ext.name] = dist
 
+    unknown_hooks = [
+        FailedPlugin(name, distributions.get(name, "unknown"),
+                     f"implements {caller.name}, which no tcl hook spec defines (misspelt?); it is never called")
+        for name, plugin in manager.list_name_plugin() if plugin is not None
+        for caller in manager.get_hookcallers(plugin) or () if not caller.has_spec()
+    ]
     entries: dict[str, dict[str, Provided]] = {point: {} for point in EXTENSION_POINTS}
     for point, (hook_name, record_type) in EXTENSION_POINTS.items():
         for impl in getattr(manager.hook, hook_name).get_hookimpls():
@@ -160,7 +169,7 @@ def load_registry() -> Registry:
                         f"and by {here.provider}; uninstall one or set {DISABLE_EXTERNAL_ENV}=1"
                     )
                 entries[point][record.name] = here
-    return Registry(manager, entries, failed)
+    return Registry(manager, entries, failed, unknown_hooks)
 
 
 @functools.cache

@@ -99,6 +99,35 @@ class Sampler(abc.ABC):
         """Return up to ``budget`` distinct indices into ``pool``, none of them in ``measured``."""
 
 
+def checked_selection(name: str, chosen: Any, *, pool_size: int, budget: int, measured: Sequence[int] = ()) -> list[int]:
+    """A sampler's answer as a list of indices, or a one-line error naming sampler ``name`` when
+    it breaks :meth:`Sampler.select`'s contract (a wrong type, an index out of range, measured
+    already or repeated, more than the budget): such a sample must never be used silently."""
+    from tcl.errors import TclError
+
+    def fail(problem: str) -> TclError:
+        return TclError(f"sampler '{name}' broke its contract: {problem}")
+
+    try:
+        indices = list(chosen)
+    except TypeError:
+        raise fail(f"returned {type(chosen).__name__}, expected a list of indices") from None
+    for i in indices:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise fail(f"returned {i!r} ({type(i).__name__}), expected integer indices")
+    bad = [int(i) for i in indices if not 0 <= i < pool_size]
+    if bad:
+        raise fail(f"index {bad[0]} is outside the pool of {pool_size}")
+    if len(set(indices)) != len(indices):
+        raise fail("returned an index more than once")
+    again = sorted(set(map(int, indices)) & set(map(int, measured)))
+    if again:
+        raise fail(f"index {again[0]} was measured already")
+    if len(indices) > budget:
+        raise fail(f"returned {len(indices)} indices for a budget of {budget}")
+    return [int(i) for i in indices]
+
+
 class TransferStrategy(abc.ABC):
     """Carries a cost model from earlier platforms to a new one."""
 

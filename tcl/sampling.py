@@ -16,7 +16,7 @@ import attrs
 from tcl import discovery
 from tcl.collect import budget_count
 from tcl.errors import TclError
-from tcl.interfaces import CostModel, MeasureResult
+from tcl.interfaces import CostModel, MeasureResult, checked_selection
 from tcl.programs import ProgramSet
 
 
@@ -70,7 +70,9 @@ def active_learning_offline(records: ProgramSet, sampler: Any, budget: float, *,
             take = quotas[task.key][r]
             if take == 0:
                 continue
-            new = sampler.select(task, programs, take, measured=chosen[task.key], model=model, seed=seed + r)
+            new = checked_selection(sampler_name, sampler.select(task, programs, take, measured=chosen[task.key],
+                                                                 model=model, seed=seed + r),
+                                    pool_size=len(programs), budget=take, measured=chosen[task.key])
             registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key, indices=list(new),
                                                   pool_size=len(programs))
             chosen[task.key] = sorted(chosen[task.key] + list(new))

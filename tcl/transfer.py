@@ -25,7 +25,7 @@ import attrs
 from tcl import discovery
 from tcl.collect import budget_count
 from tcl.errors import TclError
-from tcl.interfaces import CostModel
+from tcl.interfaces import CostModel, checked_selection
 from tcl.programs import ProgramSet
 
 ADAPT_TASKS, ADAPT_POOL, ADAPT_RECORDS = "tasks", "pool", "records"
@@ -60,7 +60,9 @@ def select_sample(records: ProgramSet, sampler: str, budget: float, *, model: Co
     picked: dict[str, list[int]] = {}
     rest = ProgramSet(profile=records.profile)
     for task, programs in records:
-        chosen = sorted(chooser.select(task, programs, budget_count(budget, len(programs)), model=model, seed=seed))
+        take = budget_count(budget, len(programs))
+        chosen = sorted(checked_selection(sampler, chooser.select(task, programs, take, model=model, seed=seed),
+                                          pool_size=len(programs), budget=take))
         registry.hook.tcl_on_samples_selected(sampler=sampler, task=task.key, indices=chosen, pool_size=len(programs))
         picked[task.key] = chosen
         taken = set(chosen)

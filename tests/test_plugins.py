@@ -3,12 +3,18 @@ a clashing one, and the switch that disables external plugins."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from conftest import matmul_module, run_tcl, run_tcl_json, tcl_env
 from tcl import discovery
 from tcl.errors import TclError
 from tcl.programs import Program, Task
+
+BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 
 
 def names(listing, point):
@@ -96,3 +102,39 @@ def test_third_party_backend_measures_real_candidates(install_plugin, monkeypatc
     results = backend.measure(mod, schedules)
     assert len(results) == 2
     assert all(r.ok and min(r.run_secs) > 0 for r in results), results
+
+
+@pytest.mark.parametrize("answer, problem", [
+    ("abc", "expected integer indices"),
+    (3, "returned int, expected a list"),
+    ([1.5], "expected integer indices"),
+    ([True], "expected integer indices"),
+    ([-1], "index -1 is outside the pool of 10"),
+    ([10], "index 10 is outside the pool of 10"),
+    ([2, 2], "more than once"),
+    ([4], "index 4 was measured already"),
+    ([0, 1, 2, 3], "4 indices for a budget of 3"),
+])
+def test_a_sampler_breaking_its_contract_is_named(answer, problem):
+    from tcl.interfaces import checked_selection
+
+    with pytest.raises(TclError, match=f"sampler 'odd' broke its contract: .*{problem}"):
+        checked_selection("odd", answer, pool_size=10, budget=3, measured=[4])
+    assert checked_selection("odd", (np.int64(5), 0), pool_size=10, budget=3, measured=[4]) == [5, 0]
+
+
+def test_a_misspelt_hook_name_is_warned_about(install_plugin):
+    env = tcl_env(install_plugin("tcl-misspelt-plugin"))
+    proc = run_tcl("plugins", "--json", env=env)
+    assert proc.returncode == 0
+    (unknown,) = json.loads(proc.stdout)["unknown_hooks"]
+    assert unknown["plugin"] == "misspelt" and "tcl_register_sampler," in unknown["warning"]
+    assert "plugin misspelt (tcl-misspelt-plugin) implements tcl_register_sampler" in proc.stderr
+
+
+def test_an_unknown_name_mentions_plugins_that_failed_to_load(install_plugin, tmp_path):
+    proc = run_tcl("sample", "--sampler", "every-kth", "--budget", "0.1", "--data", str(BUNDLED), "--profile",
+                   "x86-avx2", "--out", str(tmp_path / "out"), env=tcl_env(install_plugin("tcl-broken-plugin")))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "unknown sampler 'every-kth'" in proc.stderr and "failed to load: broken" in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from tcl.cli.common import add_json_option, print_json, print_table
@@ -33,8 +34,11 @@ def run(args: argparse.Namespace) -> int:
         for point in EXTENSION_POINTS
     }
     failed = [{"plugin": f.plugin, "distribution": f.distribution, "error": f.error} for f in registry.failed]
+    unknown = [{"plugin": f.plugin, "distribution": f.distribution, "warning": f.error} for f in registry.unknown_hooks]
+    for item in unknown:
+        print(f"tcl: warning: plugin {item['plugin']} ({item['distribution']}) {item['warning']}", file=sys.stderr)
     if args.json:
-        print_json({"extension_points": points, "failed": failed})
+        print_json({"extension_points": points, "failed": failed, "unknown_hooks": unknown})
         return 0
     for point, items in points.items():
         print_table(point.replace("_", " "), ["name", "provider", "description", "requires"],

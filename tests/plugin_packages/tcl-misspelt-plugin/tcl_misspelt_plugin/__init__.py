@@ -1,0 +1,8 @@
+"""Registers its sampler under a hook name no spec defines (``sampler`` for ``samplers``)."""
+
+from tcl.hookspecs import hookimpl
+
+
+@hookimpl
+def tcl_register_sampler():
+    return []
