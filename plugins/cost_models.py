@@ -45,6 +45,7 @@ CHECKPOINT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "weights.pt"
 HEADS_FILE = "heads.pt"
+FISHER_FILE = "fisher.pt"
 XGB_FILE = "xgb_model.json"
 
 
@@ -394,6 +395,9 @@ class TorchCostModel(CostModel):
         self.info: dict[str, Any] = {}  # profile, dataset fingerprint, metrics, counts
         # Output layers of other platforms (multi-task transfer): profile -> decoder state dict.
         self.heads: dict[str, dict[str, torch.Tensor]] = {}
+        # Diagonal Fisher information of the parameters on the platforms learned so far (continual
+        # transfer's elastic penalty): parameter name -> tensor; empty when never computed.
+        self.fisher: dict[str, torch.Tensor] = {}
 
     # -- what subclasses define
     def _build(self, in_dim: int) -> nn.Module:
@@ -447,6 +451,7 @@ class TorchCostModel(CostModel):
         twin.train_config = copy.deepcopy(self.train_config)
         twin.info = copy.deepcopy(self.info)
         twin.heads = copy.deepcopy(self.heads)
+        twin.fisher = copy.deepcopy(self.fisher)
         return twin
 
     def parameter_count(self) -> int:
@@ -531,17 +536,20 @@ class TorchCostModel(CostModel):
                 "profile": self.info.get("profile"), "dataset_fingerprint": self.info.get("dataset_fingerprint"),
                 "metrics": self.info.get("metrics", {}), "counts": self.info.get("counts", {}),
                 "seed": self.info.get("seed"), "tcl_version": tcl.__version__, "torch_version": torch.__version__,
-                "date": _now(), "transfer": self.info.get("transfer"), "heads": sorted(self.heads)}
+                "date": _now(), "transfer": self.info.get("transfer"), "heads": sorted(self.heads),
+                "fisher": bool(self.fisher)}
 
     def save(self, path: Path) -> None:
         module = self._require()
         state = {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
-        heads = self.heads
+        heads, fisher = self.heads, self.fisher
 
         def payload(d: Path) -> None:
             torch.save(state, d / WEIGHTS_FILE)
             if heads:
                 torch.save(heads, d / HEADS_FILE)
+            if fisher:
+                torch.save(fisher, d / FISHER_FILE)
 
         _write_checkpoint(Path(path), self._config(), payload)
 
@@ -566,6 +574,9 @@ class TorchCostModel(CostModel):
             if cfg.get("heads"):
                 weights = Path(path) / HEADS_FILE
                 model.heads = torch.load(weights, map_location="cpu", weights_only=True)
+            if cfg.get("fisher"):
+                weights = Path(path) / FISHER_FILE
+                model.fisher = torch.load(weights, map_location="cpu", weights_only=True)
         except FileNotFoundError:
             raise TclError(f"{weights}: missing; the checkpoint is incomplete") from None
         except (RuntimeError, ValueError, OSError) as exc:

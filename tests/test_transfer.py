@@ -88,7 +88,7 @@ def test_listwise_kl_is_zero_only_for_the_same_ranking_distribution():
 
 @pytest.mark.parametrize("strategy,options", [
     ("continual-kd", {"distill_on": "labelled"}), ("continual-kd", {"distill_on": "pool", "lam": 2.0, "tau": 2.0}),
-    ("fine-tune", {}), ("scratch", {}), ("mtl", {}),
+    ("fine-tune", {}), ("scratch", {}), ("mtl", {}), ("continual-kd-pc", {}),
 ])
 def test_each_strategy_makes_a_loadable_checkpoint(strategy, options, data, teacher, target, tmp_path):
     sample, rest = target
@@ -124,6 +124,34 @@ def test_continual_kd_moves_the_student_not_the_teacher(teacher, target):
     assert all(torch.equal(before[k], v) for k, v in model_in.module.state_dict().items())
     assert any(not torch.equal(before[k], v) for k, v in student.module.state_dict().items())
     assert student.parameter_count() == model_in.parameter_count()
+
+
+def test_progress_compress_holds_what_mattered_and_carries_its_fisher(teacher, target, tmp_path):
+    sample, rest = target
+    model_in = load_checkpoint(teacher, threads=1)
+    anchor = {n: p.detach().clone() for n, p in model_in.module.named_parameters()}
+
+    options = {**TINY, "epochs": 2}
+    free, _, _ = transfer_step("continual-kd-pc", model_in, sample, unlabelled=rest, options={**options, "ewc": 0.0})
+    held, _, _ = transfer_step("continual-kd-pc", model_in, sample, unlabelled=rest, options={**options, "ewc": 100.0})
+
+    def moved(model) -> float:  # how far the parameters that mattered (by the teacher's Fisher) went
+        weight = free.fisher  # with ewc 0 and gamma 1: the teacher's Fisher plus the new one
+        return sum(float((weight[n] * (p.detach() - anchor[n]) ** 2).sum()) for n, p in model.module.named_parameters())
+
+    # the elastic penalty keeps the knowledge base nearer to what it was where it mattered
+    assert moved(held) < 0.5 * moved(free)
+    assert held.parameter_count() == model_in.parameter_count()
+    assert held.info["transfer"]["fisher_from"] == "teacher's predictions"
+    fisher = held.fisher
+    assert set(fisher) == set(anchor) and all(torch.all(f >= 0) for f in fisher.values())
+    assert sum(float(f.sum()) for f in fisher.values()) > 0
+    # saved with the checkpoint, and the next platform's step starts from it
+    held.save(tmp_path / "kb")
+    loaded = load_checkpoint(tmp_path / "kb", threads=1)
+    assert all(torch.equal(loaded.fisher[n], f) for n, f in fisher.items())
+    again, _, _ = transfer_step("continual-kd-pc", loaded, sample, unlabelled=rest, options={**TINY, "gamma": 0.5})
+    assert again.info["transfer"]["fisher_from"] == "teacher"
 
 
 def test_transfer_once_scores_new_and_earlier_platform(data, teacher, tmp_path):
