@@ -108,6 +108,12 @@ class _BuiltinBackend(HardwareBackend):
     def _make_runner(self) -> Any:
         raise NotImplementedError
 
+    def measure(self, mod: Any, schedules: Any) -> Any:
+        """MetaSchedule's path with this backend's own kept builder and runner (see :meth:`close`)."""
+        from tcl.measure import measure_with
+
+        return measure_with(self.builder(), self.runner(), self.target(), mod, schedules)
+
     def evaluator_config(self) -> Any:
         from tcl.measure import evaluator_config
 

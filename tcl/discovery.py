@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import inspect
 import os
 from typing import Any
 
@@ -79,8 +80,10 @@ class Registry:
 
     def create(self, point: str, name: str, **options: Any) -> Any:
         """Build the plugin object named ``name`` with ``options`` (a factory rejects an unknown
-        option with TypeError and a bad value with ValueError: both become one TclError line)."""
+        option with TypeError and a bad value with ValueError: both become one TclError line).
+        Of :data:`RUNTIME_HINTS`, a factory gets only those it declares."""
         record = self.get(point, name)
+        options = declared_hints(record.factory, options)
         try:
             return record.factory(**options)
         except (TypeError, ValueError) as exc:
@@ -90,6 +93,26 @@ class Registry:
     def hook(self) -> Any:
         """Event hooks: ``registry.hook.tcl_on_epoch_end(model=..., epoch=..., metrics=...)``."""
         return self.manager.hook
+
+
+#: Keyword arguments the core passes to plugin factories (and to a cost model's ``load``) on
+#: its own, not because a user asked: how many CPU threads, whether to print progress, where
+#: to keep cached features, which device. A factory receives those it declares (or all, with
+#: ``**kwargs``); user-given options are always passed, so a misspelt one is still an error.
+RUNTIME_HINTS = frozenset({"threads", "verbose", "cache_dir", "device"})
+
+
+def declared_hints(factory: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without the runtime hints ``factory`` does not declare."""
+    target = factory.resolve() if isinstance(factory, registrations.Deferred) else factory
+    try:
+        parameters = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: pass everything
+        return options
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return options
+    declared = {p.name for p in parameters}
+    return {k: v for k, v in options.items() if k in declared or k not in RUNTIME_HINTS}
 
 
 def _singular(point: str) -> str:

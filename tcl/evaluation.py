@@ -35,10 +35,12 @@ def checkpoint_config(path: Path) -> dict[str, Any]:
 
 
 def load_checkpoint(path: Path, **options: Any) -> CostModel:
-    """The cost model saved at ``path``, by the plugin registered under its model name."""
+    """The cost model saved at ``path``, by the plugin registered under its model name;
+    ``options`` are runtime hints (threads, verbose, ...) the plugin's ``load`` may decline."""
     name = checkpoint_config(path)["model"]
     record = discovery.registry().get("cost_models", name)
-    return record.factory.load(Path(path), **options)
+    load = record.factory.load
+    return load(Path(path), **discovery.declared_hints(load, options))
 
 
 @attrs.define

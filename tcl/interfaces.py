@@ -172,13 +172,24 @@ class HardwareBackend(abc.ABC):
         """A MetaSchedule ``Runner``."""
 
     def measure(self, mod: Any, schedules: Sequence[Any]) -> list[MeasureResult]:
-        """Build and run ``schedules`` of workload ``mod``; failures become error results."""
+        """Build and run ``schedules`` of workload ``mod``; failures become error results.
+        The builder and runner are asked for once and kept (with their worker processes)
+        until :meth:`close`."""
         from tcl.measure import measure_with
 
-        return measure_with(self.builder(), self.runner(), self.target(), mod, schedules)
+        kept = self.__dict__.get("_measure_tools")
+        if kept is None:
+            kept = self.__dict__["_measure_tools"] = (self.builder(), self.runner())
+        return measure_with(kept[0], kept[1], self.target(), mod, schedules)
 
     def close(self) -> None:
-        """Release workers, sessions or connections."""
+        """Release workers, sessions or connections: by default the builder's and runner's
+        that :meth:`measure` kept."""
+        for tool in self.__dict__.pop("_measure_tools", ()):
+            if callable(getattr(tool, "close", None)):
+                tool.close()
+            elif getattr(tool, "pool", None) is not None:
+                tool.pool.shutdown()
 
 
 @attrs.frozen(kw_only=True)

@@ -138,3 +138,39 @@ def test_an_unknown_name_mentions_plugins_that_failed_to_load(install_plugin, tm
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "unknown sampler 'every-kth'" in proc.stderr and "failed to load: broken" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_example_package_has_a_working_plugin_of_every_extension_point(install_plugin, tmp_path, monkeypatch):
+    """What docs/writing-a-plugin.md walks through, used as a user would: through the CLI."""
+    site = install_plugin("tcl-example-plugin")
+    env = tcl_env(site)
+    listing = run_tcl_json("plugins", env=env)
+    ours = {point: [p["name"] for p in items if p["distribution"] == "tcl-example-plugin"]
+            for point, items in listing["extension_points"].items()}
+    assert ours == {"samplers": ["every-kth"], "cost_models": ["ridge"], "transfer_strategies": ["shrink-to-teacher"],
+                    "hardware_backends": ["plain-local"], "featurizers": ["instruction-counts"],
+                    "networks": ["tiny-convnet"]}
+
+    teacher = tmp_path / "ridge"
+    train = run_tcl("train", "--model", "ridge", "--data", str(BUNDLED), "--profile", "x86-avx2", "--held-out",
+                    "bert-tiny", "--out", str(teacher), env=env)
+    assert train.returncode == 0, train.stderr
+    scored = run_tcl_json("eval", "--model", str(teacher), "--data", str(BUNDLED), "--profile", "x86-avx2",
+                          "--network", "bert-tiny", "--json", env=env)
+    assert scored["tasks"] == 8 and 0 < scored["top1"] <= 1 and 0 < scored["pairwise"] < 1
+
+    moved = tmp_path / "moved"
+    proc = run_tcl("transfer", "--strategy", "shrink-to-teacher", "--teacher", str(teacher), "--profile", "x86-avx512",
+                   "--data", str(BUNDLED), "--held-out", "bert-tiny", "--sampler", "every-kth", "--out", str(moved),
+                   env=env)
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((moved / "config.json").read_text())
+    assert config["model"] == "ridge" and config["profile"] == "x86-avx512"
+    assert config["weights"] != json.loads((teacher / "config.json").read_text())["weights"]
+
+    from tcl.tasks import extract_tasks
+
+    monkeypatch.syspath_prepend(str(site))
+    network = discovery.load_registry().create("networks", "tiny-convnet")
+    tasks = extract_tasks(network, {"kind": "llvm", "num-cores": 2})
+    assert any("conv2d" in t.name for t in tasks)

@@ -48,8 +48,7 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
         options["epochs"] = args.epochs
     if args.batch_size is not None:
         options["batch_size"] = args.batch_size
-    if args.model != "xgb":
-        options["threads"] = args.threads
+    options["threads"] = args.threads  # a runtime hint: models that do not declare it do not get it
     return options
 
 

@@ -1,48 +1,14 @@
-"""A third-party TCL plugin: one sampler and one hardware backend."""
+"""A third-party TCL plugin with one plugin of every extension point; this module only
+registers them (the implementations import torch or TVM on first use, not here)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 from tcl.hookspecs import hookimpl
-from tcl.interfaces import CostModel, HardwareBackend, Sampler
-from tcl.programs import Program, Task
-from tcl.registrations import BackendRegistration, SamplerRegistration
+from tcl.registrations import (BackendRegistration, CostModelRegistration, Deferred, FeaturizerRegistration,
+                               NetworkRegistration, SamplerRegistration, TransferRegistration)
 
-
-class EveryKthSampler(Sampler):
-    """Takes every k-th unmeasured candidate: a deterministic, model-free baseline."""
-
-    name = "every-kth"
-
-    def __init__(self, k: int = 2) -> None:
-        self.k = k
-
-    def select(self, task: Task, pool: Sequence[Program], budget: int, *, measured: Sequence[int] = (),
-               model: CostModel | None = None, seed: int = 0) -> list[int]:
-        done = set(measured)
-        free = [i for i in range(len(pool)) if i not in done]
-        return free[:: self.k][: max(budget, 0)]
-
-
-class PlainLocalBackend(HardwareBackend):
-    """Builds with TCL's fast local builder and times with TVM's stock LocalRunner,
-    honouring the profile's timing settings."""
-
-    name = "plain-local"
-
-    def builder(self) -> Any:
-        from tcl.measure import FastLocalBuilder
-
-        return FastLocalBuilder(timeout_sec=self.profile.measure.build_timeout_s)
-
-    def runner(self) -> Any:
-        from tvm.s_tir import meta_schedule as ms
-
-        m = self.profile.measure
-        config = ms.runner.EvaluatorConfig(number=m.number, repeat=m.repeat, min_repeat_ms=m.min_repeat_ms,
-                                           enable_cpu_cache_flush=m.enable_cpu_cache_flush)
-        return ms.runner.LocalRunner(timeout_sec=m.run_timeout_s, evaluator_config=config)
+from tcl_example_plugin.backend import PlainLocalBackend
+from tcl_example_plugin.sampler import EveryKthSampler
 
 
 @hookimpl
@@ -55,3 +21,31 @@ def tcl_register_samplers() -> list[SamplerRegistration]:
 def tcl_register_hardware_backends() -> list[BackendRegistration]:
     return [BackendRegistration(name="plain-local", factory=PlainLocalBackend,
                                 description="TCL's fast builder + TVM's stock LocalRunner (example plugin)")]
+
+
+@hookimpl
+def tcl_register_featurizers() -> list[FeaturizerRegistration]:
+    return [FeaturizerRegistration(name="instruction-counts", version="1",
+                                   factory=Deferred("tcl_example_plugin.featurizer", "InstructionCounts"),
+                                   description="hashed counts of instruction kinds and decisions (example plugin)")]
+
+
+@hookimpl
+def tcl_register_cost_models() -> list[CostModelRegistration]:
+    return [CostModelRegistration(name="ridge", featurizer="instruction-counts",
+                                  factory=Deferred("tcl_example_plugin.cost_model", "RidgeCostModel"),
+                                  description="ridge regression on instruction counts (example plugin)")]
+
+
+@hookimpl
+def tcl_register_transfer_strategies() -> list[TransferRegistration]:
+    return [TransferRegistration(name="shrink-to-teacher",
+                                 factory=Deferred("tcl_example_plugin.transfer", "ShrinkToTeacher"),
+                                 description="ridge refit shrunk towards the teacher (example plugin)")]
+
+
+@hookimpl
+def tcl_register_networks() -> list[NetworkRegistration]:
+    return [NetworkRegistration(name="tiny-convnet", family="cnn",
+                                factory=Deferred("tcl_example_plugin.network", "tiny_convnet"),
+                                description="two 3x3 convs and a classifier, 32x32 (example plugin)")]
