@@ -459,6 +459,11 @@ class TorchCostModel(CostModel):
         own = sum(p.numel() for p in self._require().parameters())
         return own + sum(t.numel() for head in self.heads.values() for t in head.values())
 
+    def platforms(self) -> list[str]:
+        """Its own platform and those of its extra heads."""
+        own = [self.info["profile"]] if self.info.get("profile") else []
+        return list(dict.fromkeys([*self.heads, *own]))
+
     def for_platform(self, profile: str | None) -> "TorchCostModel":
         """This model scoring with ``profile``'s head when it has one (multi-task models), else itself."""
         if profile not in self.heads:
@@ -719,6 +724,9 @@ class XGBCostModel(CostModel):
         self.info: dict[str, Any] = {}
         self._mods: dict[str, Any] = {}
         self._seed = 43
+
+    def platforms(self) -> list[str]:
+        return [self.info["profile"]] if self.info.get("profile") else []
 
     def _new_model(self, seed: int) -> Any:
         import tvm.s_tir.meta_schedule as ms

@@ -183,7 +183,7 @@ def fingerprint(featurizer: Featurizer, task_key: str, keys: Sequence[str]) -> s
     """The cache key of ``featurizer``'s output for programs ``keys`` of ``task_key``."""
     h = hashlib.sha256()
     head = {"format": FORMAT, "format_version": FORMAT_VERSION, "featurizer": featurizer.name,
-            "version": str(featurizer.version), "cache_token": str(getattr(featurizer, "cache_token", "") or ""),
+            "version": str(featurizer.version), "cache_token": str(featurizer.cache_token or ""),
             "task": task_key, "n": len(keys)}
     h.update(json.dumps(head, sort_keys=True).encode())
     for k in keys:
@@ -199,7 +199,7 @@ def _entry_path(cache_dir: Path, featurizer: Featurizer, fp: str) -> Path:
 
 def _meta(featurizer: Featurizer, task_key: str, n: int, kind: str) -> dict[str, Any]:
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "featurizer": featurizer.name,
-            "version": str(featurizer.version), "cache_token": str(getattr(featurizer, "cache_token", "") or ""),
+            "version": str(featurizer.version), "cache_token": str(featurizer.cache_token or ""),
             "task": task_key, "n_programs": n, "kind": kind}
 
 

@@ -42,6 +42,9 @@ class Featurizer(abc.ABC):
 
     name: str
     version: str
+    #: Anything besides ``version`` that changes the features (e.g. a sequence length option):
+    #: part of the feature-cache key, so features of other settings are never reused.
+    cache_token: str = ""
 
     @abc.abstractmethod
     def featurize(self, task: Task, programs: Sequence[Program]) -> Any:
@@ -69,6 +72,20 @@ class CostModel(abc.ABC):
     def uncertainty(self, task: Task, programs: Sequence[Program]) -> np.ndarray:
         """One non-negative spread per program; models without one raise NotImplementedError."""
         raise NotImplementedError(f"cost model {self.name} gives no uncertainty")
+
+    # Optional capabilities the core uses; the defaults describe a model without them.
+
+    def platforms(self) -> list[str]:
+        """Platforms (profile names) this model was trained for; empty when unknown."""
+        return []
+
+    def for_platform(self, profile: str) -> "CostModel":
+        """This model as it scores ``profile`` (a multi-platform model's own head for it)."""
+        return self
+
+    def parameter_count(self) -> int | None:
+        """Number of learned parameters, reported beside transfer results; None when not counted."""
+        return None
 
     @abc.abstractmethod
     def save(self, path: Path) -> None:
@@ -146,6 +163,9 @@ class TransferStrategy(abc.ABC):
     ) -> CostModel:
         """Return a model for ``target``'s platform. ``history`` holds earlier platforms' data,
         for strategies that need it (multi-task learning); others ignore it."""
+
+    def check(self, teacher: CostModel | None) -> None:
+        """Refuse a teacher this strategy cannot start from (a TclError), before any work."""
 
 
 class HardwareBackend(abc.ABC):

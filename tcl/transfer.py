@@ -8,10 +8,10 @@ the new platform and, for forgetting, on every earlier one. ``tcl adapt`` measur
 the sampler's picks of a candidate pool are timed on this machine with
 :func:`tcl.collect.collect` (resumable), then distilled into the teacher.
 
-The core knows strategies only through the registry; a strategy may define
-``check(teacher)`` to refuse a teacher before any work starts. Models are asked
-``parameter_count()`` and ``for_platform(profile)`` (per-platform heads of multi-task models)
-when they have them.
+The core knows strategies only through the registry and the interfaces of
+:mod:`tcl.interfaces`: a strategy's ``check(teacher)`` refuses a teacher before any work
+starts; models answer ``platforms()``, ``for_platform(profile)`` (per-platform heads of
+multi-task models) and ``parameter_count()``, whose defaults describe a model without them.
 """
 
 from __future__ import annotations
@@ -70,24 +70,6 @@ def select_sample(records: ProgramSet, sampler: str, budget: float, *, model: Co
     return records.subset(indices=picked), rest
 
 
-def parameter_count(model: CostModel) -> int | None:
-    count = getattr(model, "parameter_count", None)
-    return int(count()) if count is not None else None
-
-
-def platform_view(model: CostModel, profile: str) -> CostModel:
-    """The model as it scores ``profile`` (its head for it, for multi-head models)."""
-    view = getattr(model, "for_platform", None)
-    return view(profile) if view is not None else model
-
-
-def teacher_platforms(model: CostModel) -> list[str]:
-    """Platforms a model was trained for: its own and those of its extra heads."""
-    info = getattr(model, "info", {}) or {}
-    own = [info["profile"]] if info.get("profile") else []
-    return list(dict.fromkeys([*getattr(model, "heads", {}), *own]))
-
-
 def _strategy(name: str, has_teacher: bool, options: Mapping[str, Any] | None,
               teacher: CostModel | None = None) -> tuple[Any, Any]:
     """``(registration, strategy object)``; refuses a missing or unfit teacher and bad options."""
@@ -96,7 +78,7 @@ def _strategy(name: str, has_teacher: bool, options: Mapping[str, Any] | None,
     if record.needs_teacher and not has_teacher:
         raise TclError(f"transfer strategy {name} needs a teacher checkpoint (--teacher)")
     chosen = registry.create("transfer_strategies", name, **dict(options or {}))
-    if teacher is not None and hasattr(chosen, "check"):
+    if teacher is not None:
         chosen.check(teacher)
     return record, chosen
 
@@ -109,7 +91,7 @@ def transfer_step(strategy: str, teacher: CostModel | None, sample: ProgramSet, 
     record, chosen = _strategy(strategy, teacher is not None, options)
     if record.needs_all_platforms and not history:
         raise TclError(f"transfer strategy {strategy} needs the same programs measured on the earlier platforms; "
-                       f"none of the teacher's platforms ({', '.join(teacher_platforms(teacher)) or 'unknown'}) "
+                       f"none of the teacher's platforms ({', '.join(teacher.platforms()) or 'unknown'}) "
                        f"has records in the data")
     start = time.perf_counter()
     used = dict(history or {}) if record.needs_all_platforms else {}
@@ -148,7 +130,7 @@ def transfer_once(*, strategy: str, teacher: Path | None, profile: str, data_dir
     sample, rest = select_sample(train, sampler, budget, model=teacher_model if sampler_uses_model else None,
                                  seed=seed)
     earlier = {}
-    for platform in teacher_platforms(teacher_model) if teacher_model is not None else ():
+    for platform in teacher_model.platforms() if teacher_model is not None else ():
         if platform != profile:
             try:
                 earlier[platform] = load_platform(data_dir, platform, held_out)
@@ -167,8 +149,8 @@ def transfer_once(*, strategy: str, teacher: Path | None, profile: str, data_dir
 def _row(strategy: str, profile: str, model: CostModel, seconds: float, measured: int, trained: int,
          held: ProgramSet, earlier_held: Mapping[str, ProgramSet]) -> dict[str, Any]:
     return {"profile": profile, "strategy": strategy, "target": _score(model, held),
-            "earlier": {p: _score(platform_view(model, p), h) for p, h in earlier_held.items()},
-            "parameters": parameter_count(model), "train_s": round(seconds, 3),
+            "earlier": {p: _score(model.for_platform(p), h) for p, h in earlier_held.items()},
+            "parameters": model.parameter_count(), "train_s": round(seconds, 3),
             "programs_measured": measured, "programs_trained": trained}
 
 
@@ -258,14 +240,14 @@ def adapt(*, profile: Any, teacher: Path, pool_dir: Path, out: Path, work_dir: P
     stats = collect(profile=profile, network_names=[str(work_dir / ADAPT_TASKS)],
                     pool_size=max(len(t) for t in pool.traces.values()), out_dir=records_dir, sampler_name=sampler,
                     budget=budget, pool_dir=pool_copy, seed=seed, batch_size=batch_size, reporter=reporter,
-                    model=platform_view(teacher_model, profile.name))
+                    model=teacher_model.for_platform(profile.name))
     measured, _ = clean_records(load_records(records_dir, profile=profile.name))
     if not measured.tasks:
         raise TclError(f"no candidate measured successfully on {profile.name}; see {records_dir}")
     model, seconds, trained = transfer_step(strategy, teacher_model, measured,
                                             unlabelled=pool.program_set(profile.name), options=options, seed=seed)
     model.save(out)
-    row = {"profile": profile.name, "strategy": strategy, "parameters": parameter_count(model),
+    row = {"profile": profile.name, "strategy": strategy, "parameters": model.parameter_count(),
            "train_s": round(seconds, 3), "programs_measured": len(measured), "programs_trained": trained,
            "measured_now": stats.measured, "failed_now": stats.failed, "already_measured": stats.skipped_done,
            "measured_under_load": stats.busy_measured}

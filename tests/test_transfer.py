@@ -209,7 +209,7 @@ def test_cli_transfer_json(data, teacher, tmp_path):
     (["--strategy", "continual-kd", "--model", "tlp"], "the teacher is a mamba model, not tlp"),
     (["--strategy", "fine-tune", "--featurizer", "per-store"], "the teacher uses featurizer trace-seq, not per-store"),
     (["--strategy", "fine-tune", "--lam", "1"], "transfer strategy 'fine-tune': bad options ['epochs', 'lam']"),
-    (["--strategy", "distill"], "unknown transfer strategy 'distill'; choices: continual-kd, fine-tune, mtl, scratch"),
+    (["--strategy", "distill"], "unknown transfer strategy 'distill'; choices: continual-kd, continual-kd-pc, fine-tune, mtl, scratch"),
     (["--strategy", "continual-kd", "--distill-on", "pool", "--tau", "0"], "continual-kd needs lam >= 0 and tau > 0"),
     (["--strategy", "continual-kd", "--held-out", "alexnet"], "held-out network(s) alexnet not in the records"),
 ])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -95,6 +95,6 @@ class RidgeCostModel(CostModel):
             raise TclError("ridge: not fitted; fit it or load a checkpoint first")
         return self.weights
 
-    @property
-    def info(self) -> dict[str, Any]:
-        return {"profile": self.profile}
+    def platforms(self) -> list[str]:
+        """The platform it was fitted on (transfer scores forgetting on it)."""
+        return [self.profile] if self.profile else []
