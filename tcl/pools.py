@@ -46,7 +46,9 @@ last: a half-written pool has no ``tcl_pool.json`` and is refused.
 
 Keys: :func:`program_key` hashes the canonical JSON of a trace (sorted keys, no spaces,
 TVM scalar objects as plain numbers, booleans as 0/1 and integral floats as integers, since
-TVM's JSONDumps writes ``True`` as ``1`` and ``1.0`` as ``1``). A trace read back from a
+TVM's JSONDumps writes ``True`` as ``1`` and ``1.0`` as ``1``; the IndexMap of a
+``TransformLayout``, which ``Trace.as_json`` writes as compact IR JSON text and a JSONDatabase
+as indented text, as its parsed graph without TVM's metadata). A trace read back from a
 TVM tuning record has the same key as the pool entry it was measured from, which is how
 measured records are matched back to their pool entries.
 
@@ -78,7 +80,7 @@ from tcl.database import tvm_json_dumps, tvm_version, workload_module, workload_
 from tcl.errors import TclError
 from tcl.programs import Program, ProgramSet, Task
 from tcl.tasks import as_target
-from tcl.trace_json import plain_json, trace_to_json
+from tcl.trace_json import is_ir_json, plain_json, trace_to_json
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +95,10 @@ POOL_CANDIDATES = "candidates.json"
 
 
 def _canonical(obj: Any) -> Any:
-    if obj is None or isinstance(obj, str):
+    if obj is None:
         return obj
+    if isinstance(obj, str):
+        return _canonical_ir_json(obj) if is_ir_json(obj) else obj
     if isinstance(obj, bool):  # TVM's JSONDumps writes trace booleans as 1 / 0
         return int(obj)
     if isinstance(obj, int):
@@ -108,6 +112,18 @@ def _canonical(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_canonical(x) for x in obj]
     return _canonical(plain_json(obj))
+
+
+def _canonical_ir_json(text: str) -> Any:
+    """An IR graph's JSON text (a ``TransformLayout`` IndexMap) as its graph, without TVM's
+    metadata (the TVM version): compact and indented texts of one graph get one key."""
+    try:
+        graph = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(graph, dict):
+        return text
+    return {"ir_graph": _canonical({k: v for k, v in graph.items() if k != "metadata"})}
 
 
 def canonical_json(obj: Any) -> str:
