@@ -88,7 +88,8 @@ def import_network(definition: NetworkDefinition, *, decompose_aten: bool | None
     """Export ``definition``'s module with torch.export and import it into Relax (weights as constants).
 
     ``decompose_aten`` None (default) tries the undecomposed program first and falls back to
-    ATen decompositions when the importer does not support an op; True/False force one.
+    ATen decompositions when the importer does not support an op; True/False force one. A
+    definition with ``layout="NHWC"`` gets its convolutions in NHWC/HWIO (BatchNorm folded first).
     """
     import torch
     from tvm.relax.frontend.torch import from_exported_program
@@ -103,12 +104,13 @@ def import_network(definition: NetworkDefinition, *, decompose_aten: bool | None
     for i, decompose in enumerate(attempts):
         try:
             custom = {} if decompose else {"batch_norm.default": _convert_batch_norm}
-            return from_exported_program(exported, run_ep_decomposition=decompose, custom_convert_map=custom)
+            mod = from_exported_program(exported, run_ep_decomposition=decompose, custom_convert_map=custom)
         except Exception as exc:
             if i + 1 < len(attempts):
                 log.info("importing without ATen decompositions failed (%s); retrying decomposed", exc)
                 continue
             raise TclError(f"TVM could not import {type(module).__name__}: {exc}") from exc
+        return _convert_layout(mod, definition.layout)
     raise AssertionError("unreachable")
 
 
@@ -228,6 +230,19 @@ def _convert_batch_norm(node: Any, importer: Any) -> Any:
     )
     return importer.block_builder.emit(relax.TupleGetItem(bn, 0))
 
+
+
+def _convert_layout(mod: Any, layout: str) -> Any:
+    """``mod`` with conv2d in ``layout``: NHWC data and HWIO weights, as TensorFlow and TFLite
+    models import, by TVM's ``ConvertLayout`` (transposes at the graph's edges; the weight
+    transposes fold into the constants). BatchNorm is folded first, while convs are NCHW."""
+    if layout == "NCHW":
+        return mod
+    from tvm import relax
+
+    mod = _fold_batch_norm_into_conv2d(mod)
+    mod = relax.transform.ConvertLayout({"relax.nn.conv2d": [layout, "HWIO"]})(mod)
+    return relax.transform.FoldConstant()(mod)
 
 
 def _normalize(mod: Any) -> Any:
