@@ -18,7 +18,7 @@ import numpy as np
 
 from tcl import discovery
 from tcl.evaluation import load_checkpoint
-from tcl.pools import _predictor, generate_pool_with_stats
+from tcl.pools import generate_pool_with_stats, schedule_scorer
 from tcl.profiles import get_profile
 from tcl.tasks import extract_tasks
 
@@ -38,7 +38,7 @@ def main() -> None:
     half = args.size // 2
     for guide in (None, model):
         pool, stats = generate_pool_with_stats(task.mod, target, args.size, seed=0, max_random=half, model=guide)
-        scores = np.array(_predictor(model, task.mod)(pool))
+        scores = np.array(schedule_scorer(model, task.mod)(pool))
         print(json.dumps({"task": task.name, "guided": guide is not None, "seconds": round(stats.seconds, 1),
                           "origins": {o: stats.origins.count(o) for o in sorted(set(stats.origins))},
                           "median_score_random": round(float(np.median(scores[:half])), 3),

@@ -386,7 +386,7 @@ def generate_pool_with_stats(
     total_p = sum(p for _, p in mutators)
     if model is not None and found and mutators and total_p > 0:
         _evolve(found, stats, size, patience, max_attempts, population, rng, mutate, offer,
-                _predictor(model, mod))
+                schedule_scorer(model, mod))
     while model is None and found and mutators and total_p > 0 and len(found) < size and misses < patience and stats.attempts < max_attempts:
         outcome = offer(mutate(found[rng.randrange(len(found))]), "mutation")
         if outcome > 0:
@@ -401,8 +401,9 @@ def generate_pool_with_stats(
     return found, stats
 
 
-def _predictor(model: Any, mod: Any) -> Any:
-    """Scores of live schedules of ``mod`` by a :class:`tcl.interfaces.CostModel` (higher = faster)."""
+def schedule_scorer(model: Any, mod: Any) -> Any:
+    """A function giving the scores of live schedules of ``mod`` by a :class:`tcl.interfaces.CostModel`
+    (higher = predicted faster; non-finite scores as -inf), which evolutionary search ranks by."""
     import numpy as np
 
     task = make_task(mod)

@@ -129,7 +129,7 @@ def test_evolutionary_search_gathers_where_the_model_predicts_fast_programs(targ
     import numpy as np
 
     from tcl.evaluation import load_checkpoint
-    from tcl.pools import _predictor
+    from tcl.pools import schedule_scorer
 
     model = load_checkpoint(ROOT / "plugins" / "pretrained" / "x86-avx2" / "mamba")
     mod = matmul(64)
@@ -138,7 +138,7 @@ def test_evolutionary_search_gathers_where_the_model_predicts_fast_programs(targ
     assert len(set(keys(pool))) == 48
     again, _ = generate_pool_with_stats(mod, target, 48, seed=0, max_random=16, model=model, population=8)
     assert keys(again) == keys(pool)
-    scores = np.array(_predictor(model, mod)(pool))
+    scores = np.array(schedule_scorer(model, mod)(pool))
     assert np.median(scores[16:]) > np.quantile(scores[:16], 0.75)
 
 
