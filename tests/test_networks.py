@@ -264,3 +264,40 @@ def test_nhwc_network_compiles_to_nhwc_convolutions_that_compute_what_torch_comp
     assert not nchw & {t.key for t in tasks if "conv2d" in t.name}
     with pytest.raises(ValueError):
         NetworkDefinition(module=definition.module, example_inputs=definition.example_inputs, layout="NCWH")
+
+
+class PreActivation(nn.Module):
+    """DenseNet's order: BatchNorm → ReLU → conv, a BatchNorm that follows no convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(8)
+        self.conv = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(torch.relu(self.bn(x)))
+
+
+def test_batch_norm_after_no_conv_becomes_a_constant_scale_and_shift():
+    import tvm
+    from tvm import relax
+
+    from tcl.tasks import _batch_norm_to_scale_shift
+
+    torch.manual_seed(0)
+    module = PreActivation().eval()
+    with torch.no_grad():
+        module.bn.running_mean.uniform_(-0.5, 0.5)
+        module.bn.running_var.uniform_(0.5, 2.0)
+        module.bn.weight.uniform_(0.5, 1.5)
+        module.bn.bias.uniform_(-0.5, 0.5)
+    definition = NetworkDefinition(module=module, example_inputs=(torch.randn(2, 8, 16, 16),))
+    imported = import_network(definition)
+    assert "batch_norm" in imported.script()
+    assert "batch_norm" not in _batch_norm_to_scale_shift(imported).script()
+    target = tvm.target.Target(TARGET)
+    vm = relax.VirtualMachine(tvm.compile(prepare_for_tuning(imported, target), target=target), tvm.cpu())
+    out = vm["main"](tvm.runtime.tensor(definition.example_inputs[0].numpy()))[0].numpy()
+    with torch.no_grad():
+        ref = module(*definition.example_inputs).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
