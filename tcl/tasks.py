@@ -237,15 +237,29 @@ def _convert_batch_norm(node: Any, importer: Any) -> Any:
 
 def _convert_layout(mod: Any, layout: str) -> Any:
     """``mod`` with conv2d in ``layout``: NHWC data and HWIO weights, as TensorFlow and TFLite
-    models import, by TVM's ``ConvertLayout`` (transposes at the graph's edges; the weight
-    transposes fold into the constants). BatchNorm is folded first, while convs are NCHW."""
+    models import, by TVM's ``ConvertLayout`` (transposes at the graph's edges). The transposes
+    of constants (weights, biases) are done in numpy, not JIT-compiled by ``FoldConstant``.
+    BatchNorm is folded first, while convs are NCHW."""
     if layout == "NCHW":
         return mod
+    import numpy as np
     from tvm import relax
+    from tvm.relax.dpl import is_const, is_op, rewrite_call
 
     mod = _fold_batch_norm_into_conv2d(mod)
     mod = relax.transform.ConvertLayout({"relax.nn.conv2d": [layout, "HWIO"]})(mod)
-    return relax.transform.FoldConstant()(mod)
+    const = is_const()
+    pattern = is_op("relax.permute_dims")(const)
+
+    def transpose(expr: Any, matches: Mapping[Any, Any]) -> Any:
+        axes = expr.attrs.axes
+        value = matches[const].value.numpy()
+        return relax.const(np.ascontiguousarray(np.transpose(value, None if axes is None else [int(a) for a in axes])))
+
+    for gvar, func in list(mod.functions.items()):
+        if isinstance(func, relax.Function):
+            mod.update_func(gvar, rewrite_call(pattern, transpose, func))
+    return mod
 
 
 def _normalize(mod: Any) -> Any:
