@@ -101,15 +101,22 @@ def interleave(tasks: Sequence[Task], suites: Sequence[NetworkTasks]) -> list[Ta
 
 
 def ensure_pool(pool_dir: Path, tasks: Sequence[Task], networks: dict[str, Any], profile: HardwareProfile,
-                size: int, seed: int, progress: Callable[[str], None] = lambda _: None) -> Any:
-    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks (saving once at the end)."""
-    from tcl.pools import Pool, generate_pool, is_pool, load_pool, save_pool
+                size: int, seed: int, progress: Callable[[str], None] = lambda _: None, *,
+                model: Any = None, random_fraction: float | None = None) -> Any:
+    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks (saving once at the end).
 
+    ``model`` (a CostModel) guides the evolutionary part of new pools; ``random_fraction``
+    caps the share of random samples (see :func:`tcl.pools.generate_pool`)."""
+    from tcl.pools import Pool, generate_pool_with_stats, is_pool, load_pool, save_pool
+
+    max_random = None if random_fraction is None else math.ceil(random_fraction * size)
     pool = load_pool(pool_dir) if is_pool(pool_dir) else Pool(meta={"target": profile.target, "seed": seed})
     missing = [t for t in tasks if t.key not in pool.tasks]
     for i, task in enumerate(missing, 1):
         progress(f"pool {i}/{len(missing)}: {task.name}")
-        pool.add(task, generate_pool(task.module(), profile.tvm_target(), size, seed=seed))
+        found, stats = generate_pool_with_stats(task.module(), profile.tvm_target(), size, seed=seed,
+                                                max_random=max_random, model=model)
+        pool.add(task, found, stats.origins)
     known_networks = dict(pool.meta.get("networks", {}))
     if missing or any(n not in known_networks for n in networks):
         known_networks.update(networks)
@@ -147,13 +154,16 @@ def collect(
     model_name: str = "mamba",
     model_options: dict[str, Any] | None = None,
     model: Any = None,
+    pool_model: Any = None,
+    pool_random: float | None = None,
 ) -> CollectStats:
     """Measure, per task, ``budget`` of its pool chosen by ``sampler_name`` on ``profile``.
 
     With ``rounds`` > 1 the budget is spent in active-learning rounds: before each round
     after the first, a fresh ``model_name`` model is trained on everything measured so far
     and handed to the sampler (only to one registered with ``needs_model``). ``model`` (a trained CostModel, e.g. the model being adapted)
-    guides the first round's sampler (uncertainty, embeddings). All names are checked before any work starts. ``reporter``
+    guides the first round's sampler (uncertainty, embeddings). ``pool_model`` and
+    ``pool_random`` shape new pools (:func:`ensure_pool`). All names are checked before any work starts. ``reporter``
     gets progress callbacks (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None``
     reports nothing.
     """
@@ -173,6 +183,8 @@ def collect(
     if pool_size < 1:
         raise TclError(f"pool size must be at least 1, got {pool_size}")
     budget_count(budget, pool_size)  # validate before any work
+    if pool_random is not None and not 0 <= pool_random <= 1:
+        raise TclError(f"pool random fraction must be in [0, 1], got {pool_random}")
     reporter = reporter or _SilentReporter()
 
     reporter.status("extracting tasks")
@@ -181,7 +193,8 @@ def collect(
     tasks = interleave(tasks, suites)
     if max_tasks is not None:
         tasks = tasks[:max_tasks]
-    pool = ensure_pool(pool_dir or out_dir / POOL_SUBDIR, tasks, networks, profile, pool_size, seed, reporter.status)
+    pool = ensure_pool(pool_dir or out_dir / POOL_SUBDIR, tasks, networks, profile, pool_size, seed, reporter.status,
+                       model=pool_model, random_fraction=pool_random)
 
     backend = registry.create("hardware_backends", profile.backend, profile=profile)
     stats = CollectStats()

@@ -214,7 +214,12 @@ class HardwareBackend(abc.ABC):
 
 @attrs.frozen(kw_only=True)
 class NetworkDefinition:
-    """What a network factory returns: a torch module in eval mode and example inputs."""
+    """What a network factory returns: a torch module in eval mode and example inputs.
+
+    ``layout`` is the conv2d data layout the compiled network uses: ``"NCHW"`` as torch
+    writes it, or ``"NHWC"`` (weights HWIO) as TensorFlow and TFLite models arrive in TVM.
+    """
 
     module: Any
     example_inputs: tuple[Any, ...]
+    layout: str = attrs.field(default="NCHW", validator=attrs.validators.in_(("NCHW", "NHWC")))

@@ -12,13 +12,20 @@ Generation (:func:`generate_pool`) follows MetaSchedule's own search:
    state, so every sampling instruction draws anew; then ``EnterPostproc`` and the target's
    postprocessors run. A candidate a postprocessor rejects (or whose replay raises) is
    skipped, exactly as MetaSchedule's search skips it.
-3. When random sampling stops giving new candidates (``patience`` duplicates in a row),
-   *mutation* takes over, as ``EvolutionarySearch`` does: a mutator drawn by the
-   target's default probabilities (tile size, compute location, unroll, parallel) changes
-   one decision of a random pool member, and the mutated trace is replayed and
-   postprocessed the same way.
+3. When random sampling stops giving new candidates (``patience`` duplicates in a row) or
+   has given ``max_random``, *mutation* takes over, as ``EvolutionarySearch`` does: a
+   mutator drawn by the target's default probabilities (tile size, compute location, unroll,
+   parallel) changes one decision of a parent, and the mutated trace is replayed and
+   postprocessed the same way. Without a cost model the parent is any pool member (origin
+   ``"mutation"``). With one (``model``), this is *evolutionary search* guided by the model as
+   MetaSchedule's is (origin ``"evolutionary"``): each generation draws parents from the
+   ``population`` best-predicted candidates so far, mutates twice as many children as it
+   keeps, and keeps the better-predicted half; so these candidates gather where a tuner
+   guided by that model would look, while the random ones cover the space.
 4. Candidates are deduplicated by :func:`program_key` of their full trace with decisions
-   (the JSON TVM stores in a tuning record), and come back in the order found.
+   (the JSON TVM stores in a tuning record), and come back in the order found; each one's
+   origin (``"random"``, ``"mutation"`` or ``"evolutionary"``) is in ``PoolStats.origins``
+   and is saved with the pool.
 
 Everything is seeded from ``seed`` (schedule random states and mutator random states are
 drawn from one ``random.Random(seed)``), so a seed gives the same pool on every run.
@@ -28,16 +35,18 @@ Cost (2-core VM, after ~5 s of ``import tvm`` and x86 intrinsics): 200 candidate
 200 of a 512^3 matmul for CUDA sm_90 in 37 s including the CUDA intrinsics import, with 93%
 of the attempts rejected by the GPU postprocessors (VerifyGPUCode and friends).
 
-Pool directory format (version 1)::
+Pool directory format (version 2; version 1, without origins, is read too)::
 
     pool/
       tcl_pool.json        metadata: format, version, target, seed, TVM version, date, and
                            tasks in order: key, name, weight, networks, n (candidates)
       workloads.json       one line per task, in task order: [structural_hash, base64(IR JSON)]
                            (exactly a line of TVM's database_workload.json)
-      candidates.json      one line per candidate: [task_index, trace_json], trace_json being
-                           trace.as_json() = [insts, decisions] (the trace part of a line of
-                           TVM's database_tuning_record.json); tasks' candidates in order
+      candidates.json      one line per candidate: [task_index, trace_json, origin], trace_json
+                           being trace.as_json() = [insts, decisions] (the trace part of a line
+                           of TVM's database_tuning_record.json), origin how it was found
+                           (see step 4; the element is left out when unknown); tasks'
+                           candidates in order
 
 Lines are in TVM's JSON dialect (:func:`tcl.database.tvm_json_dumps`). The files are
 deliberately *not* named like TVM's JSONDatabase files, so a pool is never
@@ -46,7 +55,9 @@ last: a half-written pool has no ``tcl_pool.json`` and is refused.
 
 Keys: :func:`program_key` hashes the canonical JSON of a trace (sorted keys, no spaces,
 TVM scalar objects as plain numbers, booleans as 0/1 and integral floats as integers, since
-TVM's JSONDumps writes ``True`` as ``1`` and ``1.0`` as ``1``). A trace read back from a
+TVM's JSONDumps writes ``True`` as ``1`` and ``1.0`` as ``1``; the IndexMap of a
+``TransformLayout``, which ``Trace.as_json`` writes as compact IR JSON text and a JSONDatabase
+as indented text, as its parsed graph without TVM's metadata). A trace read back from a
 TVM tuning record has the same key as the pool entry it was measured from, which is how
 measured records are matched back to their pool entries.
 
@@ -78,12 +89,14 @@ from tcl.database import tvm_json_dumps, tvm_version, workload_module, workload_
 from tcl.errors import TclError
 from tcl.programs import Program, ProgramSet, Task
 from tcl.tasks import as_target
-from tcl.trace_json import plain_json, trace_to_json
+from tcl.trace_json import is_ir_json, plain_json, trace_to_json
 
 log = logging.getLogger(__name__)
 
 POOL_FORMAT = "tcl-pool"
-POOL_VERSION = 1
+POOL_VERSION = 2
+POOL_VERSIONS_READ = (1, 2)
+ORIGINS = ("random", "mutation", "evolutionary")
 POOL_META = "tcl_pool.json"
 POOL_WORKLOADS = "workloads.json"
 POOL_CANDIDATES = "candidates.json"
@@ -93,8 +106,10 @@ POOL_CANDIDATES = "candidates.json"
 
 
 def _canonical(obj: Any) -> Any:
-    if obj is None or isinstance(obj, str):
+    if obj is None:
         return obj
+    if isinstance(obj, str):
+        return _canonical_ir_json(obj) if is_ir_json(obj) else obj
     if isinstance(obj, bool):  # TVM's JSONDumps writes trace booleans as 1 / 0
         return int(obj)
     if isinstance(obj, int):
@@ -108,6 +123,18 @@ def _canonical(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_canonical(x) for x in obj]
     return _canonical(plain_json(obj))
+
+
+def _canonical_ir_json(text: str) -> Any:
+    """An IR graph's JSON text (a ``TransformLayout`` IndexMap) as its graph, without TVM's
+    metadata (the TVM version): compact and indented texts of one graph get one key."""
+    try:
+        graph = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(graph, dict):
+        return text
+    return {"ir_graph": _canonical({k: v for k, v in graph.items() if k != "metadata"})}
 
 
 def canonical_json(obj: Any) -> str:
@@ -228,11 +255,13 @@ class PoolStats:
 
     found_random: int = 0
     found_mutation: int = 0
+    found_evolutionary: int = 0
     duplicates: int = 0
     rejected: int = 0  # postprocessor refused or replay raised
     attempts: int = 0
     seconds: float = 0.0
     exhausted: bool = False  # fewer than asked: no more new candidates within the attempt limits
+    origins: list[str] = attrs.field(factory=list)  # per candidate returned: one of ORIGINS
 
 
 def generate_pool(
@@ -244,6 +273,8 @@ def generate_pool(
     patience: int | None = None,
     max_attempts: int | None = None,
     max_random: int | None = None,
+    model: Any = None,
+    population: int = 32,
 ) -> list[Any]:
     """Up to ``size`` distinct candidate schedules (``tvm.s_tir.Schedule``) of ``mod``.
 
@@ -251,11 +282,14 @@ def generate_pool(
     many duplicates in a row (candidates rejected by a postprocessor do not count: on GPUs
     most are) end random sampling, and then mutation; ``max_attempts`` (default ``50 * size + 1000``)
     bounds the total; ``max_random`` caps how many come from random sampling (the rest by
-    mutation; default no cap). Fewer than ``size`` come back only when the space is
-    exhausted. Deterministic for a given ``seed``.
+    mutation; default no cap). ``model`` (a :class:`tcl.interfaces.CostModel`) turns the
+    mutation phase into evolutionary search guided by its predictions, ``population`` being
+    how many best-predicted candidates parents are drawn from. Fewer than ``size`` come back
+    only when the space is exhausted. Deterministic for a given ``seed`` (and model).
     """
     return generate_pool_with_stats(
-        mod, target, size, seed, patience=patience, max_attempts=max_attempts, max_random=max_random
+        mod, target, size, seed, patience=patience, max_attempts=max_attempts, max_random=max_random,
+        model=model, population=population,
     )[0]
 
 
@@ -268,6 +302,8 @@ def generate_pool_with_stats(
     patience: int | None = None,
     max_attempts: int | None = None,
     max_random: int | None = None,
+    model: Any = None,
+    population: int = 32,
 ) -> tuple[list[Any], PoolStats]:
     """:func:`generate_pool` and what it took."""
     import tvm
@@ -276,6 +312,8 @@ def generate_pool_with_stats(
 
     if size < 0:
         raise TclError(f"pool size must be >= 0, got {size}")
+    if population < 1:
+        raise TclError(f"population must be >= 1, got {population}")
     start = time.perf_counter()
     stats = PoolStats()
     rng = random.Random(seed)
@@ -307,7 +345,7 @@ def generate_pool_with_stats(
             return None
         return sch
 
-    def offer(sch: Any | None) -> int:
+    def offer(sch: Any | None, origin: str, keep: bool = True) -> int:
         """1: new; 0: rejected (says nothing about exhaustion); -1: a duplicate."""
         stats.attempts += 1
         if sch is None:
@@ -318,32 +356,39 @@ def generate_pool_with_stats(
             stats.duplicates += 1
             return -1
         seen.add(key)
-        found.append(sch)
+        if keep:
+            found.append(sch)
+            stats.origins.append(origin)
         return 1
 
-    # phase 1: random sampling from the design spaces
-    random_size = size if max_random is None else min(size, max_random)
-    misses = 0
-    while len(found) < random_size and misses < patience and stats.attempts < max_attempts:
-        outcome = offer(replay(spaces[rng.randrange(len(spaces))]))
-        if outcome > 0:
-            stats.found_random += 1
-            misses = 0
-        elif outcome < 0:
-            misses += 1
-    # phase 2: mutation of pool members
-    misses = 0
-    total_p = sum(p for _, p in mutators)
-    while found and mutators and total_p > 0 and len(found) < size and misses < patience and stats.attempts < max_attempts:
-        parent = found[rng.randrange(len(found))].trace
+    def mutate(parent: Any) -> Any | None:
         x, mutator = rng.random() * total_p, mutators[-1][0]
         for m, p in mutators:
             if x < p:
                 mutator = m
                 break
             x -= p
-        new_trace = ms_ffi.MutatorApply(mutator, parent, _rand_state(rng.randrange(2**31)))
-        outcome = offer(replay(new_trace) if new_trace is not None else None)
+        new_trace = ms_ffi.MutatorApply(mutator, parent.trace, _rand_state(rng.randrange(2**31)))
+        return replay(new_trace) if new_trace is not None else None
+
+    # phase 1: random sampling from the design spaces
+    random_size = size if max_random is None else min(size, max_random)
+    misses = 0
+    while len(found) < random_size and misses < patience and stats.attempts < max_attempts:
+        outcome = offer(replay(spaces[rng.randrange(len(spaces))]), "random")
+        if outcome > 0:
+            stats.found_random += 1
+            misses = 0
+        elif outcome < 0:
+            misses += 1
+    # phase 2: mutation of pool members, or evolutionary search guided by a model
+    misses = 0
+    total_p = sum(p for _, p in mutators)
+    if model is not None and found and mutators and total_p > 0:
+        _evolve(found, stats, size, patience, max_attempts, population, rng, mutate, offer,
+                schedule_scorer(model, mod))
+    while model is None and found and mutators and total_p > 0 and len(found) < size and misses < patience and stats.attempts < max_attempts:
+        outcome = offer(mutate(found[rng.randrange(len(found))]), "mutation")
         if outcome > 0:
             stats.found_mutation += 1
             misses = 0
@@ -354,6 +399,53 @@ def generate_pool_with_stats(
     if stats.exhausted:
         log.warning("pool: only %d of %d distinct candidates after %d attempts", len(found), size, stats.attempts)
     return found, stats
+
+
+def schedule_scorer(model: Any, mod: Any) -> Any:
+    """A function giving the scores of live schedules of ``mod`` by a :class:`tcl.interfaces.CostModel`
+    (higher = predicted faster; non-finite scores as -inf), which evolutionary search ranks by."""
+    import numpy as np
+
+    task = make_task(mod)
+
+    def predict(schedules: Sequence[Any]) -> list[float]:
+        import torch
+
+        programs = [Program(task_key=task.key, trace=trace_to_json(s), schedule=s) for s in schedules]
+        with torch.no_grad():
+            scores = np.asarray(model.predict(task, programs), dtype=np.float64).reshape(len(programs))
+        return [float(x) if math.isfinite(x) else -math.inf for x in scores]
+
+    return predict
+
+
+def _evolve(found: list[Any], stats: PoolStats, size: int, patience: int, max_attempts: int, population: int,
+            rng: random.Random, mutate: Any, offer: Any, predict: Any) -> None:
+    """Evolutionary search (module doc, step 3): generations of mutated children of the
+    best-predicted candidates, the better-predicted half of each generation kept."""
+    scores = predict(found)
+    misses = 0
+    while len(found) < size and misses < patience and stats.attempts < max_attempts:
+        elite = sorted(range(len(found)), key=lambda i: -scores[i])[:population]
+        want = min(population, size - len(found))
+        children: list[Any] = []
+        tries = 0
+        while len(children) < 2 * want and tries < 8 * want and stats.attempts < max_attempts:
+            tries += 1
+            child = mutate(found[elite[rng.randrange(len(elite))]])
+            if offer(child, "evolutionary", keep=False) > 0:
+                children.append(child)
+        if not children:
+            misses += tries
+            continue
+        child_scores = predict(children)
+        best = sorted(range(len(children)), key=lambda i: -child_scores[i])[:want]
+        for i in sorted(best):  # in the order they were found
+            found.append(children[i])
+            stats.origins.append("evolutionary")
+            scores.append(child_scores[i])
+        stats.found_evolutionary += len(best)
+        misses = 0
 
 
 # ---- tasks -------------------------------------------------------------------------------
@@ -380,10 +472,12 @@ def make_task(mod: Any, name: str | None = None, weight: float = 1.0, networks: 
 
 @attrs.define
 class Pool:
-    """Candidates per task, in order. ``traces[key]`` are trace JSONs (``[insts, decisions]``)."""
+    """Candidates per task, in order. ``traces[key]`` are trace JSONs (``[insts, decisions]``),
+    ``origins[key]`` how each was found (one of ORIGINS, or None when not known)."""
 
     tasks: dict[str, Task] = attrs.field(factory=dict)
     traces: dict[str, list[Any]] = attrs.field(factory=dict)
+    origins: dict[str, list[str | None]] = attrs.field(factory=dict)
     meta: dict[str, Any] = attrs.field(factory=dict)
     _keys: dict[str, list[str]] = attrs.field(factory=dict, repr=False)
 
@@ -394,19 +488,26 @@ class Pool:
     def __len__(self) -> int:
         return sum(len(t) for t in self.traces.values())
 
-    def add(self, task: Task, candidates: Iterable[Any]) -> None:
-        """Append candidates (Schedules, Traces or trace JSON) to ``task``, skipping ones it has."""
+    def add(self, task: Task, candidates: Iterable[Any], origins: Sequence[str | None] | None = None) -> None:
+        """Append candidates (Schedules, Traces or trace JSON) to ``task``, skipping ones it has;
+        ``origins`` (parallel to ``candidates``) says how each was found."""
         self.tasks.setdefault(task.key, task)
         traces = self.traces.setdefault(task.key, [])
         keys = self.keys(task.key)
+        kept = self.origins.setdefault(task.key, [])
+        kept.extend([None] * (len(traces) - len(kept)))
         have = set(keys)
-        for cand in candidates:
+        candidates = list(candidates)
+        if origins is not None and len(origins) != len(candidates):
+            raise TclError(f"{len(origins)} origins for {len(candidates)} candidates")
+        for i, cand in enumerate(candidates):
             tj = trace_to_json(cand)
             k = program_key(tj)
             if k not in have:
                 have.add(k)
                 traces.append(tj)
                 keys.append(k)
+                kept.append(origins[i] if origins is not None else None)
 
     def keys(self, task_key: str) -> list[str]:
         """Program keys of ``task_key``'s candidates, in pool order."""
@@ -467,7 +568,10 @@ def save_pool(path: str | os.PathLike, pool: Pool | Iterable[tuple[Task, Sequenc
         if task.mod_b64 is None:
             raise TclError(f"task {task.name} has no TVM workload; a pool needs one")
         workloads.append(tvm_json_dumps([task.key, task.mod_b64]))
-        lines.extend(tvm_json_dumps([i, t]) for t in traces)
+        origins = pool.origins.get(task.key) or []
+        for j, t in enumerate(traces):
+            origin = origins[j] if j < len(origins) else None
+            lines.append(tvm_json_dumps([i, t] if origin is None else [i, t, origin]))
         tasks.append({"key": task.key, "name": task.name, "weight": task.weight, "networks": list(task.networks), "n": len(traces)})
     write_atomic(root / POOL_WORKLOADS, "".join(w + "\n" for w in workloads))
     write_atomic(root / POOL_CANDIDATES, "".join(line + "\n" for line in lines))
@@ -498,8 +602,9 @@ def load_pool(path: str | os.PathLike) -> Pool:
         raise TclError(f"{meta_path}: not valid JSON ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != POOL_FORMAT:
         raise TclError(f"{meta_path}: not a tcl pool file (format {meta.get('format') if isinstance(meta, dict) else None!r})")
-    if meta.get("version") != POOL_VERSION:
-        raise TclError(f"{meta_path}: pool format version {meta.get('version')!r}, this tcl reads {POOL_VERSION}")
+    if meta.get("version") not in POOL_VERSIONS_READ:
+        raise TclError(f"{meta_path}: pool format version {meta.get('version')!r}, this tcl reads "
+                       f"{', '.join(map(str, POOL_VERSIONS_READ))}")
     entries = meta.get("tasks", [])
     workloads = list(_read_json_lines(root / POOL_WORKLOADS))
     if len(workloads) != len(entries):
@@ -513,11 +618,15 @@ def load_pool(path: str | os.PathLike) -> Pool:
                     networks=tuple(entry.get("networks", ())), mod_b64=wl[1])
         pool.tasks[task.key] = task
         pool.traces[task.key] = []
+        pool.origins[task.key] = []
         order.append(task.key)
     for lineno, line in _read_json_lines(root / POOL_CANDIDATES):
-        if not (isinstance(line, list) and len(line) == 2 and isinstance(line[0], int) and 0 <= line[0] < len(order)):
-            raise TclError(f"{root / POOL_CANDIDATES}:{lineno}: expected [task_index, trace]")
+        if not (isinstance(line, list) and len(line) in (2, 3) and isinstance(line[0], int) and 0 <= line[0] < len(order)
+                and (len(line) == 2 or line[2] in ORIGINS)):
+            raise TclError(f"{root / POOL_CANDIDATES}:{lineno}: expected [task_index, trace] or "
+                           f"[task_index, trace, origin] with origin one of {', '.join(ORIGINS)}")
         pool.traces[order[line[0]]].append(line[1])
+        pool.origins[order[line[0]]].append(line[2] if len(line) == 3 else None)
     for entry, key in zip(entries, order):
         if "n" in entry and entry["n"] != len(pool.traces[key]):
             raise TclError(f"{root / POOL_CANDIDATES}: task {entry.get('name')} has {len(pool.traces[key])} candidates, {POOL_META} says {entry['n']}")

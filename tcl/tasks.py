@@ -15,7 +15,10 @@ Pipeline (and why each step is there):
    BatchNorm that follows a convolution is folded into the convolution's weights and a bias
    (done in numpy here: TVM's ``FoldBatchnormToConv2D`` leaves the arithmetic to
    ``FoldConstant``, which JIT-compiles a kernel per constant expression and took 13 s on
-   ResNet-18); any other BatchNorm is decomposed by ``DecomposeOpsForInference``.
+   ResNet-18); any other BatchNorm with constant statistics (DenseNet's pre-activation
+   BatchNorm) becomes ``x * scale + shift`` with the constants computed in numpy too
+   (decomposed and left to ``FoldConstant``, DenseNet-121's took 23 s), and the rest is
+   decomposed by ``DecomposeOpsForInference``.
 3. TVM's own lowering before tuning (the "zero" pipeline that
    ``relax.pipeline.static_shape_tuning_pipeline`` runs before ``MetaScheduleTuneIRMod``):
    ``LegalizeOps`` → ``AnnotateTIROpPattern`` → ``FoldConstant`` → ``FuseOps`` → ``FuseTIR``.
@@ -88,7 +91,8 @@ def import_network(definition: NetworkDefinition, *, decompose_aten: bool | None
     """Export ``definition``'s module with torch.export and import it into Relax (weights as constants).
 
     ``decompose_aten`` None (default) tries the undecomposed program first and falls back to
-    ATen decompositions when the importer does not support an op; True/False force one.
+    ATen decompositions when the importer does not support an op; True/False force one. A
+    definition with ``layout="NHWC"`` gets its convolutions in NHWC/HWIO (BatchNorm folded first).
     """
     import torch
     from tvm.relax.frontend.torch import from_exported_program
@@ -103,12 +107,13 @@ def import_network(definition: NetworkDefinition, *, decompose_aten: bool | None
     for i, decompose in enumerate(attempts):
         try:
             custom = {} if decompose else {"batch_norm.default": _convert_batch_norm}
-            return from_exported_program(exported, run_ep_decomposition=decompose, custom_convert_map=custom)
+            mod = from_exported_program(exported, run_ep_decomposition=decompose, custom_convert_map=custom)
         except Exception as exc:
             if i + 1 < len(attempts):
                 log.info("importing without ATen decompositions failed (%s); retrying decomposed", exc)
                 continue
             raise TclError(f"TVM could not import {type(module).__name__}: {exc}") from exc
+        return _convert_layout(mod, definition.layout)
     raise AssertionError("unreachable")
 
 
@@ -118,7 +123,7 @@ def prepare_for_tuning(mod: Any, target: Any) -> Any:
     from tvm import relax
 
     T = relax.transform
-    mod = _fold_batch_norm_into_conv2d(mod)
+    mod = _batch_norm_to_scale_shift(_fold_batch_norm_into_conv2d(mod))
     passes = [
         T.DecomposeOpsForInference(),
         T.CanonicalizeBindings(),
@@ -230,6 +235,33 @@ def _convert_batch_norm(node: Any, importer: Any) -> Any:
 
 
 
+def _convert_layout(mod: Any, layout: str) -> Any:
+    """``mod`` with conv2d in ``layout``: NHWC data and HWIO weights, as TensorFlow and TFLite
+    models import, by TVM's ``ConvertLayout`` (transposes at the graph's edges). The transposes
+    of constants (weights, biases) are done in numpy, not JIT-compiled by ``FoldConstant``.
+    BatchNorm is folded first, while convs are NCHW."""
+    if layout == "NCHW":
+        return mod
+    import numpy as np
+    from tvm import relax
+    from tvm.relax.dpl import is_const, is_op, rewrite_call
+
+    mod = _fold_batch_norm_into_conv2d(mod)
+    mod = relax.transform.ConvertLayout({"relax.nn.conv2d": [layout, "HWIO"]})(mod)
+    const = is_const()
+    pattern = is_op("relax.permute_dims")(const)
+
+    def transpose(expr: Any, matches: Mapping[Any, Any]) -> Any:
+        axes = expr.attrs.axes
+        value = matches[const].value.numpy()
+        return relax.const(np.ascontiguousarray(np.transpose(value, None if axes is None else [int(a) for a in axes])))
+
+    for gvar, func in list(mod.functions.items()):
+        if isinstance(func, relax.Function):
+            mod.update_func(gvar, rewrite_call(pattern, transpose, func))
+    return mod
+
+
 def _normalize(mod: Any) -> Any:
     """The IRModule MetaSchedule's TuneContext would make of ``mod`` (one PrimFunc named main).
 
@@ -248,12 +280,51 @@ def _normalize(mod: Any) -> Any:
     return mod
 
 
+def _batch_norm_to_scale_shift(mod: Any) -> Any:
+    """Rewrite inference ``batch_norm(x)[0]`` with constant parameters into ``x * s + t``,
+    s = gamma / sqrt(var + eps) and t = beta - mean * s computed in numpy, shaped to
+    broadcast along the normalized axis."""
+    import numpy as np
+    from tvm import relax
+    from tvm.relax.dpl import TupleGetItemPattern, is_const, is_op, rewrite_call, wildcard
+
+    data = wildcard()
+    gamma, beta, mean, var = is_const(), is_const(), is_const(), is_const()
+    bn = is_op("relax.nn.batch_norm")(data, gamma, beta, mean, var)
+    pattern = TupleGetItemPattern(bn, 0)
+
+    def rewrite(expr: Any, matches: Mapping[Any, Any]) -> Any:
+        attrs = matches[bn].attrs
+        x = matches[data]
+        ndim = int(getattr(x.ty, "ndim", -1))
+        if bool(attrs.training) or ndim < 1:
+            return expr
+        g, b, m, v = (matches[p].value.numpy().astype(np.float64) for p in (gamma, beta, mean, var))
+        if not bool(attrs.scale):
+            g = np.ones_like(v)
+        if not bool(attrs.center):
+            b = np.zeros_like(v)
+        scale = g / np.sqrt(v + float(attrs.epsilon))
+        shape = [1] * ndim
+        shape[int(attrs.axis) % ndim] = -1
+        dtype = str(x.ty.dtype.dtype)
+        s_const = relax.const(scale.reshape(shape).astype(dtype))
+        t_const = relax.const((b - m * scale).reshape(shape).astype(dtype))
+        return relax.op.add(relax.op.multiply(x, s_const), t_const)
+
+    mod = mod.clone()
+    for gvar, func in list(mod.functions.items()):
+        if isinstance(func, relax.Function):
+            mod.update_func(gvar, rewrite_call(pattern, rewrite, func))
+    return mod
+
+
 def _fold_batch_norm_into_conv2d(mod: Any) -> Any:
     """Rewrite ``batch_norm(conv2d(x, W))[0]`` with constant W and statistics into
     ``conv2d(x, W') + b`` (NCHW/OIHW, normalising axis 1), computing W' and b in numpy.
 
     W' = W * s per output channel and b = beta - mean * s, with s = gamma / sqrt(var + eps).
-    Other BatchNorms are left for ``DecomposeOpsForInference``.
+    Other BatchNorms are left for :func:`_batch_norm_to_scale_shift`.
     """
     import numpy as np
     from tvm import relax

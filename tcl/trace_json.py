@@ -34,12 +34,24 @@ def plain_json(obj: Any) -> Any:
     value = getattr(obj, "value", None)
     if isinstance(value, (bool, int, float)):  # IntImm / FloatImm (their type is in .ty)
         return bool(value) if str(getattr(obj, "ty", "")) == "bool" else value
-    try:  # tvm_ffi Array / Map are sequences / mappings without subclassing list/dict
-        if hasattr(obj, "items"):
-            return {str(k): plain_json(v) for k, v in obj.items()}
+    if type(obj).__name__ == "IndexMap":  # TransformLayout's input (RewriteLayout): its IR JSON, as TVM's as_json
+        import tvm
+
+        return str(tvm.ir.save_json(obj))
+    if hasattr(obj, "items"):  # tvm_ffi Array / Map are sequences / mappings without subclassing list/dict
+        return {str(k): plain_json(v) for k, v in obj.items()}
+    if hasattr(obj, "__iter__"):
         return [plain_json(x) for x in obj]
-    except TypeError:
-        raise TypeError(f"not JSON-like: {type(obj).__name__}") from None
+    raise TypeError(f"not JSON-like: {type(obj).__module__}.{type(obj).__name__}")
+
+
+def is_ir_json(text: str) -> bool:
+    """Whether ``text`` is a TVM IR graph serialized as JSON (``tvm.ir.save_json``).
+
+    Traces carry one as the IndexMap input of ``TransformLayout``: compact from
+    ``Trace.as_json``, indented in the tuning records a JSONDatabase writes.
+    """
+    return text.startswith("{") and '"root_index"' in text and '"nodes"' in text
 
 
 class TraceJson:

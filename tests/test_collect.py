@@ -83,7 +83,7 @@ def test_unknown_names_fail_before_work(workload_dir, tmp_path):
         assert not out.exists()
     proc = run_tcl("collect", "--profile", "x86-avx2", "--network", "resnet-19", "--pool-size", "4",
                    "--out", str(tmp_path / "never"))
-    assert proc.returncode == 2 and "unknown network 'resnet-19'; choices: bert-tiny" in proc.stderr
+    assert proc.returncode == 2 and "unknown network 'resnet-19'; choices: bert-base, bert-base-b8, bert-tiny" in proc.stderr
 
 
 def test_corrupt_record_line_is_named(workload_dir, tmp_path):
@@ -122,3 +122,21 @@ def test_collect_warns_about_programs_timed_while_others_use_the_cpu(workload_di
     assert "measured 4 programs" in proc.stdout
     assert "of them were timed while other processes used up to" in proc.stderr
     assert "warning: other processes are using" in proc.stderr
+
+
+def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir, tmp_path):
+    from tcl.pools import load_pool
+
+    checkpoint = Path(__file__).parents[1] / "plugins" / "pretrained" / "x86-avx2" / "mamba"
+    out = tmp_path / "records"
+    proc = run_tcl(*collect_args(workload_dir, out, 8, "--budget", "0", "--pool-model", str(checkpoint),
+                                 "--pool-random", "0.5"))
+    assert proc.returncode == 0, proc.stderr
+    (origins,) = load_pool(out / "pool").origins.values()
+    assert origins == ["random"] * 4 + ["evolutionary"] * 4
+    for extra, expected in [(["--pool-random", "1.5"], "pool random fraction must be in [0, 1], got 1.5"),
+                            (["--pool-model", str(tmp_path)], "not a checkpoint")]:
+        never = tmp_path / "never"
+        proc = run_tcl(*collect_args(workload_dir, never, 4), *extra)
+        assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and not never.exists()

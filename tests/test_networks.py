@@ -24,27 +24,76 @@ EXPECTED_OUTPUT = {
     "vit-tiny": (1, 1000),
     "mlp-mixer": (1, 1000),
     "gpt-block": (1, 128, 768),
+    "resnet-50": (1, 1000),
+    "resnet-50-b8": (8, 1000),
+    "resnext-50": (1, 1000),
+    "densenet-121": (1, 1000),
+    "googlenet": (1, 1000),
+    "squeezenet": (1, 1000),
+    "mobilenet-v3": (1, 1000),
+    "mobilenet-v2-nhwc": (1, 1000),
+    "efficientnet-b0": (1, 1000),
+    "shufflenet-v2": (1, 1000),
+    "unet": (1, 2, 256, 256),
+    "deeplabv3-head": (1, 21, 33, 33),
+    "bert-base": (1, 128, 768),
+    "bert-base-b8": (8, 128, 768),
+    "vit-base": (1, 1000),
+    "llama-block": (1, 128, 2048),
+    "wav2vec2": (1, 49, 768),
 }
+#: Cheap to run (about a second each on 2 cores) and to extract; the others run in the slow tests.
+FAST_RUN = {"bert-tiny", "vit-tiny", "gpt-block", "bert-base", "vit-base", "llama-block", "wav2vec2"}
+FAST_EXTRACT = {"llama-block", "wav2vec2"}
 
 REGISTRATIONS = {r.name: r for r in register_networks.tcl_register_networks()}
 
 
-def test_registrations_are_named_records_of_distinct_families():
+def _marked(names, fast):
+    return [n if n in fast else pytest.param(n, marks=pytest.mark.slow) for n in sorted(names)]
+
+
+def test_registrations_are_named_records_of_many_families():
     assert set(REGISTRATIONS) == set(EXPECTED_OUTPUT)
+    assert len(REGISTRATIONS) >= 20
     assert all(isinstance(r, NetworkRegistration) for r in REGISTRATIONS.values())
-    assert len({r.family for r in REGISTRATIONS.values()}) == len(REGISTRATIONS)
+    assert len({r.family for r in REGISTRATIONS.values()}) >= 10
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_OUTPUT))
+@pytest.mark.parametrize("name", _marked(EXPECTED_OUTPUT, FAST_RUN))
 def test_factory_builds_an_eval_module_that_runs(name):
     definition = REGISTRATIONS[name].factory()
     assert isinstance(definition, NetworkDefinition)
     assert not definition.module.training
-    assert all(x.shape[0] == 1 for x in definition.example_inputs)
+    assert all(x.shape[0] == EXPECTED_OUTPUT[name][0] for x in definition.example_inputs)
     with torch.no_grad():
         out = definition.module(*definition.example_inputs)
     assert tuple(out.shape) == EXPECTED_OUTPUT[name]
     assert torch.isfinite(out).all()
+
+
+def test_suite_has_every_conv2d_kernel_stride_dilation_and_grouping_batch_and_layout():
+    """The operator variety the dataset is built for: conv2d kernels 1/3/5/7, strides 1/2,
+    dilation, groups (grouped and depthwise), conv1d, transposed conv, batch > 1 and NHWC."""
+    definitions = {name: r.factory() for name, r in REGISTRATIONS.items()}
+    convs = [m for d in definitions.values() for m in d.module.modules() if type(m) is nn.Conv2d]
+    assert {m.kernel_size[0] for m in convs} >= {1, 3, 5, 7}
+    assert {m.stride[0] for m in convs} >= {1, 2}
+    assert {m.dilation[0] for m in convs} >= {2, 6, 12, 18}
+    assert any(1 < m.groups < m.in_channels for m in convs)  # ResNeXt's 32 groups
+    assert any(m.groups == m.in_channels > 1 for m in convs)  # depthwise
+    kinds = {type(m) for d in definitions.values() for m in d.module.modules()}
+    assert {nn.Conv1d, nn.ConvTranspose2d, nn.GroupNorm, nn.Hardswish, nn.SiLU} <= kinds
+    assert max(d.example_inputs[0].shape[0] for d in definitions.values()) == 8
+    assert {d.layout for d in definitions.values()} == {"NCHW", "NHWC"}
+
+
+@pytest.mark.parametrize("name", _marked(EXPECTED_OUTPUT, FAST_EXTRACT))
+def test_network_extracts_tasks(name):
+    """Every network imports into TVM and gives tuning tasks (the fast ones by default)."""
+    tasks = extract_tasks(REGISTRATIONS[name].factory(), TARGET)
+    assert tasks and all(t.flops > 0 and has_reduction(t.mod) for t in tasks)
+    assert len({t.key for t in tasks}) == len(tasks)
 
 
 def test_factory_is_deterministic_and_leaves_global_rng_alone():
@@ -189,3 +238,66 @@ def test_real_networks_share_the_classifier_task():
 def test_bad_target_is_a_tcl_error():
     with pytest.raises(TclError):
         extract_tasks(small_cnn(), "llvm -mcpu=core-avx2")
+
+
+def test_nhwc_network_compiles_to_nhwc_convolutions_that_compute_what_torch_computes():
+    """``layout="NHWC"``: the conv tasks take NHWC data and HWIO weights (BatchNorm still
+    folded), and the whole compiled network still matches torch."""
+    import attrs
+    import tvm
+    from tvm import relax
+
+    definition = attrs.evolve(small_cnn(), layout="NHWC")
+    target = tvm.target.Target(TARGET)
+    mod = prepare_for_tuning(import_network(definition), target)
+    vm = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())
+    out = vm["main"](tvm.runtime.tensor(definition.example_inputs[0].numpy()))[0].numpy()
+    with torch.no_grad():
+        ref = definition.module(*definition.example_inputs).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+
+    tasks = extract_tasks(definition, TARGET)
+    (first,) = [t for t in tasks if "conv2d" in t.name and "T.int64(3), T.int64(3), T.int64(3), T.int64(16)" in t.mod.script()]
+    assert "T.Buffer((T.int64(1), T.int64(32), T.int64(32), T.int64(3))" in first.mod.script()  # NHWC image
+    assert not any(op in t.name for t in tasks for op in ("batch_norm", "subtract", "sqrt"))
+    nchw = {t.key for t in extract_tasks(small_cnn(), TARGET)}
+    assert not nchw & {t.key for t in tasks if "conv2d" in t.name}
+    with pytest.raises(ValueError):
+        NetworkDefinition(module=definition.module, example_inputs=definition.example_inputs, layout="NCWH")
+
+
+class PreActivation(nn.Module):
+    """DenseNet's order: BatchNorm → ReLU → conv, a BatchNorm that follows no convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(8)
+        self.conv = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(torch.relu(self.bn(x)))
+
+
+def test_batch_norm_after_no_conv_becomes_a_constant_scale_and_shift():
+    import tvm
+    from tvm import relax
+
+    from tcl.tasks import _batch_norm_to_scale_shift
+
+    torch.manual_seed(0)
+    module = PreActivation().eval()
+    with torch.no_grad():
+        module.bn.running_mean.uniform_(-0.5, 0.5)
+        module.bn.running_var.uniform_(0.5, 2.0)
+        module.bn.weight.uniform_(0.5, 1.5)
+        module.bn.bias.uniform_(-0.5, 0.5)
+    definition = NetworkDefinition(module=module, example_inputs=(torch.randn(2, 8, 16, 16),))
+    imported = import_network(definition)
+    assert "batch_norm" in imported.script()
+    assert "batch_norm" not in _batch_norm_to_scale_shift(imported).script()
+    target = tvm.target.Target(TARGET)
+    vm = relax.VirtualMachine(tvm.compile(prepare_for_tuning(imported, target), target=target), tvm.cpu())
+    out = vm["main"](tvm.runtime.tensor(definition.example_inputs[0].numpy()))[0].numpy()
+    with torch.no_grad():
+        ref = module(*definition.example_inputs).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)

@@ -102,6 +102,46 @@ def test_mutation_takes_over(target):
     assert keys(pool)[:4] == keys(generate_pool(mod, target, 4, seed=0))
 
 
+def test_every_candidate_is_labelled_with_its_origin(tmp_path, target):
+    mod = matmul(32)
+    pool, stats = generate_pool_with_stats(mod, target, 16, seed=0, max_random=4)
+    assert stats.origins == ["random"] * 4 + ["mutation"] * 12
+    task = make_task(mod)
+    saved = Pool()
+    saved.add(task, pool, stats.origins)
+    save_pool(tmp_path / "pool", saved)
+    assert load_pool(tmp_path / "pool").origins[task.key] == stats.origins
+    # a version-1 pool (no origins) still loads, its origins unknown
+    meta = json.loads((tmp_path / "pool" / POOL_META).read_text())
+    (tmp_path / "pool" / POOL_META).write_text(json.dumps({**meta, "version": 1}))
+    cand = tmp_path / "pool" / POOL_CANDIDATES
+    cand.write_text("".join(json.dumps(json.loads(line)[:2]) + "\n" for line in cand.read_text().splitlines()))
+    old = load_pool(tmp_path / "pool")
+    assert old.origins[task.key] == [None] * 16 and old.keys(task.key) == keys(pool)
+    cand.write_text(cand.read_text().replace("]\n", ', "guessed"]\n', 1))
+    with pytest.raises(TclError, match=rf"{cand}:1: expected .* origin one of random, mutation, evolutionary"):
+        load_pool(tmp_path / "pool")
+
+
+def test_evolutionary_search_gathers_where_the_model_predicts_fast_programs(target):
+    """Guided by the shipped x86-avx2 Mamba checkpoint, the evolutionary candidates score
+    higher under that model than the random ones, and the pool is still deterministic."""
+    import numpy as np
+
+    from tcl.evaluation import load_checkpoint
+    from tcl.pools import schedule_scorer
+
+    model = load_checkpoint(ROOT / "plugins" / "pretrained" / "x86-avx2" / "mamba")
+    mod = matmul(64)
+    pool, stats = generate_pool_with_stats(mod, target, 48, seed=0, max_random=16, model=model, population=8)
+    assert stats.origins == ["random"] * 16 + ["evolutionary"] * 32 and stats.found_evolutionary == 32
+    assert len(set(keys(pool))) == 48
+    again, _ = generate_pool_with_stats(mod, target, 48, seed=0, max_random=16, model=model, population=8)
+    assert keys(again) == keys(pool)
+    scores = np.array(schedule_scorer(model, mod)(pool))
+    assert np.median(scores[16:]) > np.quantile(scores[:16], 0.75)
+
+
 def test_same_pool_in_another_process(target):
     code = (
         "import json, tvm\n"

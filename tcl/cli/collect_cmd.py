@@ -27,6 +27,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--pool", type=Path, default=None,
                         help="pool directory to use or create, to measure the same pool on several profiles "
                              "(default: OUT/pool)")
+    parser.add_argument("--pool-model", type=Path, default=None,
+                        help="checkpoint guiding the evolutionary search that fills new pools after random sampling "
+                             "(default: none, unguided mutation)")
+    parser.add_argument("--pool-random", type=float, default=None,
+                        help="largest share of a new pool drawn by random sampling, 0-1 (default: as many as it finds)")
     add_seed_option(parser)
     parser.add_argument("--batch-size", type=int, default=16, help="candidates built and run per batch")
     parser.add_argument("--max-tasks", type=int, default=None, help="only the first N tasks (round-robin over networks, most work first)")
@@ -45,11 +50,17 @@ def run(args: argparse.Namespace) -> int:
     from tcl.profiles import get_profile
 
     profile = get_profile(args.profile, args.profiles_dir)
+    pool_model = None
+    if args.pool_model is not None:
+        from tcl.evaluation import load_checkpoint
+
+        pool_model = load_checkpoint(args.pool_model)
     stats = collect(profile=profile, network_names=comma_list(args.network),
                     pool_size=args.pool_size, out_dir=args.out, sampler_name=args.sampler, budget=args.budget,
                     pool_dir=args.pool, seed=args.seed, batch_size=args.batch_size, max_tasks=args.max_tasks,
                     include_simple_tasks=args.include_simple_tasks, reporter=RichReporter(), rounds=args.rounds,
-                    model_name=args.model, model_options=round_model_options(args.model, args.epochs))
+                    model_name=args.model, model_options=round_model_options(args.model, args.epochs),
+                    pool_model=pool_model, pool_random=args.pool_random)
     rate = stats.measured / stats.seconds if stats.seconds > 0 else 0.0
     print(f"measured {stats.measured} programs ({stats.failed} failed) in {stats.seconds:.1f} s "
           f"({rate:.2f} prog/s); {stats.skipped_done} were already measured; records in {args.out}")

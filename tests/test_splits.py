@@ -1,0 +1,48 @@
+"""The split file in the repo and its reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tcl.errors import TclError
+from tcl.splits import load_split
+from tcl_plugins import register_networks
+
+SPLIT = Path(__file__).resolve().parents[1] / "data" / "split.toml"
+
+
+def test_repo_split_puts_every_builtin_network_in_exactly_one_part():
+    split = load_split(SPLIT)
+    registered = {r.name for r in register_networks.tcl_register_networks()}
+    assert sorted(split.networks) == sorted(registered)
+    assert len(split.test) >= 3 and split.validation and len(split.train) >= 10
+    families = {r.name: r.family for r in register_networks.tcl_register_networks()}
+    # every held-out family is also trained on (the test asks for generalization, not a new operator)
+    assert {families[n] for n in split.test} <= {families[n] for n in split.train}
+
+
+def test_shared_tasks_go_to_the_most_held_out_part():
+    split = load_split(SPLIT)
+    tasks = {split.train[0]: {"a", "b", "c"}, split.validation[0]: {"b", "d"}, split.test[0]: {"c", "d", "e"}}
+    parts = split.assign_tasks(tasks)
+    assert parts == {"train": {"a"}, "validation": {"b"}, "test": {"c", "d", "e"}}
+
+
+@pytest.mark.parametrize("text, message", [
+    ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\ntest = ["a"]\n', "network a is in both train and test"),
+    ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\ntest = ["b"]\nholdout = ["c"]\n', "unknown key(s) holdout"),
+    ('format = "tcl-split"\nversion = 1\ntrain = "a"\ntest = ["b"]\n', "train must be a list"),
+    ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\n', "at least one train and one test"),
+    ('version = 1\ntrain = ["a"]\ntest = ["b"]\n', 'format = "tcl-split"'),
+    ('train = [\n', "not valid TOML"),
+])
+def test_bad_split_files_name_the_file_and_the_problem(tmp_path, text, message):
+    path = tmp_path / "split.toml"
+    path.write_text(text)
+    with pytest.raises(TclError) as err:
+        load_split(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+    with pytest.raises(TclError, match="cannot read split file"):
+        load_split(tmp_path / "missing.toml")
