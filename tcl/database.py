@@ -55,6 +55,7 @@ import shutil
 import struct
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
 
@@ -346,6 +347,31 @@ def open_stored(path: str | os.PathLike) -> BinaryIO:
     return gzip.open(found, "rb") if found.name.endswith(PACKED_SUFFIX) else open(found, "rb")
 
 
+#: What reading a damaged ``.gz`` raises: not gzip / bad CRC, cut short, flipped bytes.
+CORRUPT_GZIP = (gzip.BadGzipFile, EOFError, zlib.error)
+
+
+def stored_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of ``path`` or its packed twin; FileNotFoundError if neither.
+
+    The one place stored line files are read: a damaged gzip file or a failing read becomes a
+    :class:`TclError` naming the file actually read, never a bare ``EOFError``/``zlib.error``.
+    """
+    found = stored_file(path)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    lineno = 0
+    try:
+        with open_stored(found) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                yield lineno, raw
+    except CORRUPT_GZIP as exc:
+        raise TclError(f"{found}: damaged gzip file, unreadable after line {lineno} ({exc}); "
+                       "restore it from a good copy") from None
+    except OSError as exc:
+        raise TclError(f"cannot read {found}: {exc.strerror or exc}") from None
+
+
 def pack_dir(src: str | os.PathLike, dst: str | os.PathLike, *, packed: bool) -> list[Path]:
     """Copy a record or pool directory tree, gzip-compressing its JSON-lines files
     (``packed=True``) or expanding them again (``packed=False``). Small metadata files are
@@ -386,7 +412,7 @@ def _copy_tree(src: Path, staging: Path, dst: Path, packed: bool) -> list[Path]:
                     fout = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if out_name.endswith(PACKED_SUFFIX) else raw
                     with fout:
                         shutil.copyfileobj(fin, fout, 1 << 20)
-            except (gzip.BadGzipFile, EOFError) as err:
+            except CORRUPT_GZIP as err:
                 raise TclError(f"{Path(dirpath) / name}: not a readable gzip file ({err})") from None
             written.append(dst / rel / out_name)
     return written
@@ -399,25 +425,20 @@ def iter_json_lines(path: str | os.PathLike, *, allow_torn_tail: bool = True) ->
     instead when it has no newline (a writer killed or still writing) and ``allow_torn_tail``.
     """
     path = Path(path)
-    try:
-        fh = open_stored(path)
-    except FileNotFoundError:
+    if stored_file(path) is None:
         return
-    except OSError as exc:
-        raise TclError(f"cannot read {path}: {exc.strerror}") from None
     loads = json.loads
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                yield lineno, loads(raw)
-            except ValueError as exc:
-                if not raw.strip():
-                    continue
-                if allow_torn_tail and not raw.endswith(b"\n"):
-                    log.warning("%s:%d: skipping a torn last line (writer killed or still writing)", path, lineno)
-                    return
-                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                raise TclError(f"{path}:{lineno}: corrupt line ({msg})") from None
+    for lineno, raw in stored_lines(path):
+        try:
+            yield lineno, loads(raw)
+        except ValueError as exc:
+            if not raw.strip():
+                continue
+            if allow_torn_tail and not raw.endswith(b"\n"):
+                log.warning("%s:%d: skipping a torn last line (writer killed or still writing)", path, lineno)
+                return
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise TclError(f"{path}:{lineno}: corrupt line ({msg})") from None
 
 
 # ---- the manifest --------------------------------------------------------------------------
