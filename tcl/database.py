@@ -38,6 +38,10 @@ Reading (:func:`load_records`) walks a directory tree, finds every JSONDatabase 
 :mod:`tcl.tenset`), and parses the JSON itself: no TVM objects are built, tasks keep their
 base64 workload. Task key = the structural hash as stored; weight/name/networks from the
 manifest if present, else weight 1 and the name of the PrimFunc (its ``global_symbol``).
+A record whose ``run_secs`` is no measurement (null, empty, NaN, infinite, zero, negative,
+not numbers) is kept as a failed program of error kind ``invalid`` with the reason, and
+counted in a warning; a workload index naming no workload is an error naming ``file:line``.
+A damaged ``.gz`` file is an error naming it.
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ FAILED_RUN_SECS = 1e10
 MANIFEST_FORMAT = "tcl-manifest"
 MANIFEST_VERSION = 1
 ERROR_KINDS = ("build", "run", "timeout", "unknown")
+#: The error kind of a stored record whose run_secs is no measurement (NaN, negative, not numbers, ...).
+INVALID_KIND = "invalid"
 
 
 # ---- TVM's JSON dialect --------------------------------------------------------------------
@@ -807,9 +813,11 @@ class RecordWriter:
             keys: dict[str, set[str]] = {}
             for lineno, line in iter_json_lines(self.record_path, allow_torn_tail=False):
                 try:
-                    keys.setdefault(names[line[0]], set()).add(program_key(line[1][0]))
+                    widx, trace = line[0], line[1][0]
                 except (KeyError, IndexError, TypeError):
                     raise TclError(f"{self.record_path}:{lineno}: not a tuning record") from None
+                key = _workload_of(widx, names, self.record_path, lineno)
+                keys.setdefault(key, set()).add(program_key(trace))
             self._keys = keys
         return self._keys
 
@@ -835,7 +843,30 @@ def find_databases(path: str | os.PathLike) -> list[Path]:
 
 
 def _failed(run_secs: Sequence[Any]) -> bool:
-    return all(isinstance(s, (int, float)) and s >= FAILED_RUN_SECS for s in run_secs)
+    return all(s >= FAILED_RUN_SECS for s in run_secs)
+
+
+def run_secs_problem(run_secs: Any) -> str | None:
+    """Why a stored ``run_secs`` is no measurement (None when it is one: a non-empty list of
+    finite positive seconds, MetaSchedule's failure marker included)."""
+    if run_secs is None:
+        return "run_secs is null (never measured)"
+    if not isinstance(run_secs, list) or not run_secs:
+        return f"run_secs {json.dumps(run_secs)[:40]} is not a list of seconds"
+    for s in run_secs:
+        if isinstance(s, bool) or not isinstance(s, (int, float)):
+            return f"run_secs holds {json.dumps(s)[:40]}, not a number"
+        if not (math.isfinite(s) and s > 0):
+            return f"run_secs holds {s}, not a finite positive time"
+    return None
+
+
+def _workload_of(widx: Any, workloads: Sequence[Any], rec_path: Path, lineno: int) -> Any:
+    """The workload a record's index names; a bad index is an error, never another task's."""
+    if isinstance(widx, bool) or not isinstance(widx, int) or not 0 <= widx < len(workloads):
+        raise TclError(f"{rec_path}:{lineno}: workload index {json.dumps(widx)[:40]} names none of the "
+                       f"{len(workloads)} workloads of this database")
+    return workloads[widx]
 
 
 def _read_errors(path: Path) -> dict[int, dict[str, Any]]:
@@ -876,17 +907,18 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
         workloads.append(task)
     errors = _read_errors(db / ERRORS_FILE)
     programs = out.programs
+    invalid: list[tuple[int, str]] = []
     for lineno, line in iter_json_lines(rec_path):
         try:
             widx, (trace, run_secs, _target, _args) = line
-            task = workloads[widx]
-        except (ValueError, TypeError, IndexError):
+        except (ValueError, TypeError):
             raise TclError(f"{rec_path}:{lineno}: not a tuning record [workload_index, [trace, run_secs, target, args_info]]") from None
+        task = _workload_of(widx, workloads, rec_path, lineno)
         error = None
-        if run_secs is None:
-            secs = None
-        elif not isinstance(run_secs, list) or not run_secs:
-            raise TclError(f"{rec_path}:{lineno}: run_secs must be a list of seconds")
+        problem = run_secs_problem(run_secs)
+        if problem is not None:
+            secs, error = None, f"{INVALID_KIND}: {problem}"
+            invalid.append((lineno, problem))
         elif _failed(run_secs):
             secs = None
             e = errors.get(lineno)
@@ -898,6 +930,9 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
         else:
             secs = tuple(float(s) for s in run_secs)
         programs[task.key].append(Program(task_key=task.key, trace=trace, run_secs=secs, error=error, source=source))
+    if invalid:
+        log.warning("%s: %d records hold no usable time and count as failed (%s), first at line %d: %s",
+                    rec_path, len(invalid), INVALID_KIND, *invalid[0])
 
 
 def load_records(path: str | os.PathLike, *, profile: str | None = None) -> ProgramSet:

@@ -93,3 +93,67 @@ def test_damaged_pool_gzip_names_the_file(tmp_path):
     cut_short(victim)
     with pytest.raises(TclError, match=f"^{victim}: damaged gzip file"):
         load_pool(pool)
+
+
+# ---- record values --------------------------------------------------------------------------
+
+BAD_RUN_SECS = {
+    "NaN": [float("nan")], "Infinity": [float("inf")], "negative": [-1e-4], "zero": [0.0],
+    "null": None, "true": [True], "bare true": True, "abc": ["abc"], "bare abc": "abc", "nested": [[1]],
+    "empty": [], "one bad repeat": [1e-4, float("nan")],
+}
+
+
+@pytest.mark.parametrize("case", BAD_RUN_SECS)
+def test_unusable_run_secs_is_an_error_record_of_its_own_task(tmp_path, case):
+    good = [record_line(0, [2e-4]), record_line(1, [3e-4])]
+    db = write_db(tmp_path / "db", good + [record_line(1, BAD_RUN_SECS[case])])
+    records = load_records(db)
+    first, second = (records.programs[k] for k in ("00000000", "00000001"))
+    assert len(first) == 1 and first[0].ok  # nothing handed to another task
+    assert len(second) == 2 and second[0].ok
+    bad = second[1]
+    assert not bad.ok and bad.error.startswith("invalid: run_secs"), bad.error
+    assert bad.run_secs is None
+
+
+def test_failure_marker_is_a_failed_run_not_invalid(tmp_path):
+    db = write_db(tmp_path / "db", [record_line(0, [1e10]), record_line(0, [1e-4])])
+    failed = load_records(db).programs["00000000"][0]
+    assert failed.error == "unknown"
+
+
+@pytest.mark.parametrize("widx", [-1, 2, 99, "0", True, None, 0.5])
+def test_bad_workload_index_names_file_and_line(tmp_path, widx):
+    db = write_db(tmp_path / "db", [record_line(0, [1e-4]), record_line(widx, [1e-4])])
+    with pytest.raises(TclError, match=f"^{db / RECORD_FILE}:2: workload index .* names none of the 2 workloads"):
+        load_records(db)
+
+
+def test_dataset_info_counts_invalid_records_and_says_why(tmp_path):
+    lines = [record_line(0, [1e-4]), record_line(0, [2e-4])] + [record_line(1, [-1.0])] * 3 + [record_line(1, [float("nan")])]
+    db = write_db(tmp_path / "db", lines)
+    proc = run_tcl("dataset", "info", str(db), "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)["profiles"]["(none)"]
+    assert summary["programs"] == 6 and summary["measured_ok"] == 2
+    assert summary["failures"] == {"invalid": 4}
+    assert f"{db / RECORD_FILE}: 4 records hold no usable time" in proc.stderr
+    assert "first at line 3: run_secs holds -1.0, not a finite positive time" in proc.stderr
+
+
+def test_cli_bad_workload_index_is_one_line(tmp_path):
+    db = write_db(tmp_path / "db", [record_line(-1, [1e-4])])
+    proc = run_tcl("dataset", "info", str(db))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"tcl: error: {db / RECORD_FILE}:1: workload index -1 names none of the 2 workloads of this database"]
+
+
+def test_training_counts_invalid_records_apart_from_failed_runs(tmp_path):
+    from tcl.training import clean_records
+
+    lines = [record_line(0, [1e-4]), record_line(0, [1e10]), record_line(1, [-1.0]), record_line(1, "abc")]
+    clean, counts = clean_records(load_records(write_db(tmp_path / "db", lines)))
+    assert counts["failed"] == 1 and counts["nonfinite"] == 2
+    assert list(clean.tasks) == ["00000000"] and len(clean) == 1
