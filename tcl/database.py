@@ -66,6 +66,7 @@ from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
 from tcl.errors import TclError
 from tcl.interfaces import MeasureResult
 from tcl.programs import Program, ProgramSet, Task
+from tcl.staging import fsync_dir, is_staging, staged_directory
 
 log = logging.getLogger(__name__)
 
@@ -240,19 +241,6 @@ def _name_from_graph(graph: Mapping[str, Any]) -> str | None:
 # ---- files ---------------------------------------------------------------------------------
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def write_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a synced temporary file and a rename."""
     path = Path(path)
@@ -266,7 +254,7 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _is_complete_json_line(tail: bytes) -> bool:
@@ -386,19 +374,8 @@ def pack_dir(src: str | os.PathLike, dst: str | os.PathLike, *, packed: bool) ->
     src, dst = Path(src), Path(dst)
     if not src.is_dir():
         raise TclError(f"no such directory: {src}")
-    if dst.exists() and any(dst.iterdir()):
-        raise TclError(f"{dst} is not empty; choose a new directory")
-    staging = dst.with_name(dst.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)  # left by an earlier interrupted run
-    try:
-        written = _copy_tree(src, staging, dst, packed)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if dst.exists():
-        dst.rmdir()  # empty, checked above
-    os.replace(staging, dst)
-    return written
+    with staged_directory(dst, "copy") as staging:
+        return _copy_tree(src, staging, dst, packed)
 
 
 def _copy_tree(src: Path, staging: Path, dst: Path, packed: bool) -> list[Path]:
@@ -835,7 +812,7 @@ def find_databases(path: str | os.PathLike) -> list[Path]:
         raise TclError(f"no such directory: {root}")
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not is_staging(d))  # unfinished results
         names = {n[: -len(PACKED_SUFFIX)] if n.endswith(PACKED_SUFFIX) else n for n in filenames}
         if WORKLOAD_FILE in names or TENSET_WORKLOAD_FILE in names:
             found.append(Path(dirpath))

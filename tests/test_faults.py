@@ -157,3 +157,83 @@ def test_training_counts_invalid_records_apart_from_failed_runs(tmp_path):
     clean, counts = clean_records(load_records(write_db(tmp_path / "db", lines)))
     assert counts["failed"] == 1 and counts["nonfinite"] == 2
     assert list(clean.tasks) == ["00000000"] and len(clean) == 1
+
+
+# ---- result directories appear whole or not at all ---------------------------------------------
+
+TENSET_SAMPLE = Path(__file__).parent / "data" / "tenset_sample.json"
+BUNDLED = Path(__file__).parent.parent / "data" / "bundled"
+
+
+def big_tenset_file(path: Path, tasks: int = 100, copies: int = 24) -> Path:
+    """Many TenSet records (the sample's lines under ``tasks`` distinct workload keys)."""
+    lines = [json.loads(x) for x in TENSET_SAMPLE.read_text().splitlines() if x.strip()]
+    with open(path, "w") as fh:
+        for t in range(tasks):
+            for _ in range(copies // len(lines) + 1):
+                for line in lines:
+                    line["i"][0][0] = json.dumps([f"{t:032x}", 1, t])
+                    fh.write(json.dumps(line) + "\n")
+    return path
+
+
+def records_by_task(path: Path) -> dict[str, list]:
+    return {task.key: [(json.dumps(p.trace), p.run_secs, p.error) for p in progs] for task, progs in load_records(path)}
+
+
+def test_killed_import_leaves_no_directory_and_a_rerun_matches(tmp_path):
+    from conftest import start_tcl, wait_for_lines
+
+    from tcl.database import TENSET_RECORD_FILE
+    from tcl.tenset import import_tenset
+
+    src = big_tenset_file(tmp_path / "big.json")
+    expected = records_by_task(import_tenset(src, tmp_path / "reference").out_dir)
+    out = tmp_path / "runs" / "imp"
+    proc = start_tcl("dataset", "import-tenset", str(src), "--out", str(out))
+    try:
+        wait_for_lines(proc, out.with_name("imp.partial") / TENSET_RECORD_FILE, 1)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not out.exists()
+    info = run_tcl("dataset", "info", str(tmp_path / "runs"), "--json")
+    assert json.loads(info.stdout)["databases"] == 0, info.stderr  # the leftover is not read as records
+    again = run_tcl("dataset", "import-tenset", str(src), "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert records_by_task(out) == expected
+    assert not out.with_name("imp.partial").exists()
+
+
+@pytest.mark.parametrize("content", ["", "\n\n# a comment only\n"])
+def test_empty_tenset_file_is_an_error(tmp_path, content):
+    empty = tmp_path / "empty.json"
+    empty.write_text(content)
+    proc = run_tcl("dataset", "import-tenset", str(empty), "--out", str(tmp_path / "imp"))
+    assert proc.returncode == 2 and proc.stderr.strip() == f"tcl: error: {empty}: no TenSet records in it"
+    assert not (tmp_path / "imp").exists()
+
+
+@pytest.mark.slow  # about a minute: three loads of the bundled records
+def test_killed_sample_leaves_no_subset_and_a_rerun_matches(tmp_path):
+    from conftest import start_tcl, wait_for_lines
+
+    from tcl.sampling import active_learning_offline
+
+    args = ["sample", "--sampler", "random", "--budget", "0.5", "--data", str(BUNDLED), "--profile", "x86-avx2",
+            "--seed", "3"]
+    out = tmp_path / "subset"
+    proc = start_tcl(*args, "--out", str(out))
+    try:
+        wait_for_lines(proc, out.with_name("subset.partial") / RECORD_FILE, 1)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not out.exists()
+    again = run_tcl(*args, "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    records = load_records(BUNDLED, profile="x86-avx2").measured()
+    chosen = active_learning_offline(records, "random", 0.5, seed=3)
+    expected = {key: sorted(json.dumps(records.programs[key][i].trace) for i in idx) for key, idx in chosen.items()}
+    got = load_records(out)
+    assert {key: sorted(json.dumps(p.trace) for p in progs) for key, progs in got.programs.items()} == expected
