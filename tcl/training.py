@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from tcl import metrics as tcl_metrics
+from tcl import validation
 from tcl.database import INVALID_KIND
 from tcl.errors import TclError
 from tcl.programs import Program, ProgramSet, Task
@@ -82,6 +83,15 @@ class TrainConfig:
     # torch CPU threads while training (None: leave torch's setting). On a busy machine one
     # thread can be many times faster than two (OpenMP workers spin waiting for each other).
     threads: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for key in ("epochs", "batch_size", "patience"):
+            validation.whole(getattr(self, key), f"cost model option {key}")
+        if self.threads is not None:
+            validation.whole(self.threads, "cost model option threads")
+        for key in ("lr", "grad_clip", "sigma"):
+            validation.number(getattr(self, key), f"cost model option {key}")
+        validation.number(self.weight_decay, "cost model option weight_decay", inclusive=True)
 
     def as_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -237,3 +237,124 @@ def test_killed_sample_leaves_no_subset_and_a_rerun_matches(tmp_path):
     expected = {key: sorted(json.dumps(records.programs[key][i].trace) for i in idx) for key, idx in chosen.items()}
     got = load_records(out)
     assert {key: sorted(json.dumps(p.trace) for p in progs) for key, progs in got.programs.items()} == expected
+
+
+# ---- options, configs, profiles and checkpoints are checked before any work ---------------------
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "--model", "mlp", "--batch-size", "0"], "argument --batch-size: must be a whole number >= 1, got 0"),
+    (["train", "--model", "mlp", "--batch-size", "-1"], "argument --batch-size: must be a whole number >= 1, got -1"),
+    (["train", "--model", "mlp", "--epochs", "0"], "argument --epochs: must be a whole number >= 1, got 0"),
+    (["train", "--model", "mlp", "--threads", "-1"], "argument --threads: must be a whole number >= 1, got -1"),
+    (["train", "--model", "mlp", "--epochs", "one"], "argument --epochs: expected a number, got 'one'"),
+    (["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--max-tasks", "0"],
+     "argument --max-tasks: must be a whole number >= 1, got 0"),
+    (["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--batch-size", "0"],
+     "argument --batch-size: must be a whole number >= 1, got 0"),
+    (["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--budget", "0"],
+     "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got 0.0"),
+    (["sample", "--sampler", "random", "--budget", "2.5"],
+     "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got 2.5"),
+    (["sample", "--sampler", "random", "--budget", "nan"],
+     "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got nan"),
+])
+def test_numeric_options_out_of_range_are_one_line(tmp_path, args, message):
+    out = tmp_path / "out"
+    proc = run_tcl(*args, "--data", str(BUNDLED), "--out", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+def test_train_refuses_a_record_directory_as_out_before_training(tmp_path):
+    data = Path(shutil.copytree(BUNDLED / "x86-generic", tmp_path / "data"))
+    before = sorted(p.name for p in data.iterdir())
+    proc = run_tcl("train", "--model", "mlp", "--data", str(data), "--out", str(data), "--epochs", "1", timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"tcl: error: {data}: is a non-empty directory that is not a checkpoint; " \
+                                  "choose a new checkpoint directory"
+    assert sorted(p.name for p in data.iterdir()) == before
+
+
+def _broken_checkpoint(tmp_path: Path, name: str, weights: bytes | None = None, **config) -> Path:
+    ckpt = Path(shutil.copytree(PRETRAINED, tmp_path / name))
+    if weights is not None:
+        (ckpt / "weights.pt").write_bytes(weights)
+    cfg = json.loads((ckpt / "config.json").read_text())
+    for key, value in config.items():
+        if key in cfg.get("hyper_parameters", {}):
+            cfg["hyper_parameters"][key] = value
+        else:
+            cfg[key] = value
+    (ckpt / "config.json").write_text(json.dumps(cfg))
+    return ckpt
+
+
+@pytest.mark.parametrize("case, change, message", [
+    ("random weights", dict(weights=bytes(range(256)) * 40), "weights.pt: not a readable torch weights file"),
+    ("empty weights", dict(weights=b""), "weights.pt: not a readable torch weights file"),
+    ("hidden text", dict(hidden="abc"), "config.json: hyper_parameters: cost model mlp option hidden must be a "
+                                        "whole number >= 1, got 'abc'"),
+    ("epochs zero", dict(epochs=0), "config.json: hyper_parameters: cost model option epochs must be a whole"),
+    ("version text", dict(format_version="x"), "config.json: format_version must be a whole number, got 'x'"),
+])
+def test_broken_checkpoint_is_one_line_naming_the_file(tmp_path, case, change, message):
+    ckpt = _broken_checkpoint(tmp_path, case.replace(" ", "-"), **change)
+    proc = run_tcl("eval", "--model", str(ckpt), "--data", str(BUNDLED / "x86-avx2"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tcl: error: {ckpt}/") and message in lines[0], proc.stderr
+
+
+def _profile_dir(tmp_path: Path, name: str, *texts: bytes) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    for i, text in enumerate(texts):
+        (folder / f"p{i}.toml").write_bytes(text)
+    return folder
+
+
+def _profile(**replace: str) -> bytes:
+    text = (ROOT / "hardware_profiles" / "rpc-example.toml").read_text().replace('name = "rpc-example"', 'name = "mine"')
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return text.encode()
+
+
+@pytest.mark.parametrize("case, texts, message", [
+    ("bogus kind", [_profile(**{'kind = "llvm"': 'kind = "bogus"'})],
+     "p0.toml: [target]: TVM does not accept it: Target kind \"bogus\" is not defined"),
+    ("unknown key", [_profile(**{"mcpu =": "mcpux ="})], "p0.toml: [target]: TVM does not accept it: Unknown config option 'mcpux'"),
+    ("not utf-8", [_profile() + b'note = "\xff\xfe"\n'], "p0.toml: not UTF-8 text"),
+    ("same name twice", [_profile(), _profile()], "p1.toml: profile name 'mine' is also the name in "),
+])
+def test_bad_profile_is_refused_when_listed(tmp_path, case, texts, message):
+    folder = _profile_dir(tmp_path, case.replace(" ", "-"), *texts)
+    proc = run_tcl("--profiles-dir", str(folder), "profiles")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tcl: error: {folder}/") and message in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("case, edit, message", [
+    ("misspelt table", ("[experiment]", "[experimnet]"),
+     "no [experiment] table; did you mean [experiment] instead of [experimnet]?"),
+    ("epochs text", ("epochs = 1\nbatch_size = 256\n\n[models.options.mamba]", 'epochs = "one"\nbatch_size = 256\n\n[models.options.mamba]'),
+     "options of cost model tlp: cost model option epochs must be a whole number >= 1, got 'one'"),
+    ("threads negative", ("seeds = [0]", "seeds = [0]\nthreads = -1"),
+     "[experiment] threads must be a whole number >= 1, got -1"),
+    ("jobs zero", ("seeds = [0]", "seeds = [0]\njobs = 0"), "[experiment] jobs must be a whole number >= 1, got 0"),
+])
+def test_run_check_refuses_what_the_run_would_fail_on(tmp_path, case, edit, message):
+    text = (ROOT / "configs" / "smoke-models.toml").read_text().replace('"../data', f'"{ROOT}/data')
+    assert edit[0] in text
+    config = tmp_path / "c.toml"
+    config.write_text(text.replace(edit[0], edit[1], 1))
+    proc = run_tcl("run", "--check", str(config))
+    assert proc.returncode == 2 and proc.stderr.strip() == f"tcl: error: {config}: {message}", proc.stderr
+    out = tmp_path / "out"
+    again = run_tcl("run", str(config), "--out", str(out))
+    assert again.returncode == 2 and not out.exists()  # refused before config.resolved.json is written

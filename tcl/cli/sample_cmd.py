@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.errors import TclError
+from tcl.validation import budget, option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -22,15 +22,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--sampler-option", action="append", default=[], metavar="KEY=VALUE", type=sampler_option,
                         help="an option of the sampler, repeatable (e.g. --sampler rdu --sampler-option w_u=0 "
                              "for RDU without uncertainty); values are read as TOML, else as text")
-    parser.add_argument("--budget", type=float, default=0.1, help="per task: fraction (0-1) or whole count (default 0.1)")
+    parser.add_argument("--budget", type=option(budget, float), default=0.1, help="per task: fraction (0-1) or whole count (default 0.1)")
     parser.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
     parser.add_argument("--profile", default=None, help="only records of this profile")
     parser.add_argument("--model", default=None,
                         help="a checkpoint directory (gives embeddings and uncertainty from round 1; its model kind "
                              "is retrained between rounds) or a cost model name trained between rounds")
-    parser.add_argument("--rounds", type=int, default=1, help="active-learning rounds (default 1)")
-    parser.add_argument("--epochs", type=int, default=None, help="training epochs between rounds (model default)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for training between rounds")
+    parser.add_argument("--rounds", type=option(whole), default=1, help="active-learning rounds (default 1)")
+    parser.add_argument("--epochs", type=option(whole), default=None, help="training epochs between rounds (model default)")
+    parser.add_argument("--threads", type=option(whole), default=1, help="torch threads for training between rounds")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True, help="new directory for the subset")
     parser.set_defaults(handler=run)
@@ -80,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
     from tcl.evaluation import record_targets
     from tcl.sampling import sample_offline
 
-    if args.rounds < 1:
-        raise TclError(f"--rounds must be at least 1, got {args.rounds}")
     model, name, options = round_model(args.model, args.epochs, args.threads)
     records = load_records(args.data, profile=args.profile).measured()
     targets = record_targets(args.data, args.profile)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tcl.cli.common import comma_list, print_json, print_table
+from tcl.validation import option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -21,10 +22,10 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
     train.add_argument("--holdout", default="", help="comma-separated networks kept out of training and evaluated on")
     train.add_argument("--valid-fraction", type=float, default=0.1, help="fraction of training tasks for early stopping")
-    train.add_argument("--epochs", type=int, default=None, help="training epochs (model default: 50)")
-    train.add_argument("--batch-size", type=int, default=None, help="programs per batch (model default: 512)")
+    train.add_argument("--epochs", type=option(whole), default=None, help="training epochs (model default: 50)")
+    train.add_argument("--batch-size", type=option(whole), default=None, help="programs per batch (model default: 512)")
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core box)")
+    train.add_argument("--threads", type=option(whole), default=1, help="torch threads (1 is fastest on a busy 2-core box)")
     train.set_defaults(handler=run_train)
 
     ev = subparsers.add_parser(
@@ -55,9 +56,10 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
 def run_train(args: argparse.Namespace) -> int:
     from tcl import discovery
     from tcl.database import load_records
-    from tcl.evaluation import score_records
+    from tcl.evaluation import require_checkpoint_dir, score_records
     from tcl.training import clean_records, split_by_network, split_by_task
 
+    require_checkpoint_dir(args.out)
     model = discovery.registry().create("cost_models", args.model, **_model_options(args))
     records, _ = clean_records(load_records(args.data, profile=args.profile))
     holdout = comma_list(args.holdout)
