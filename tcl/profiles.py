@@ -184,6 +184,9 @@ def _check_target(target: dict[str, Any], source: str) -> None:
     when the profile is loaded, not a traceback deep inside a collection."""
     import tvm
 
+    cores = target.get("num-cores")
+    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
+        raise TclError(f"{source}: key 'target.num-cores': expected a positive integer or \"{AUTO}\", got {cores!r}")
     try:
         tvm.target.Target(target)
     except (ValueError, TypeError, RuntimeError) as exc:

@@ -329,6 +329,8 @@ def _profile(**replace: str) -> bytes:
      "p0.toml: [target]: TVM does not accept it: Target kind \"bogus\" is not defined"),
     ("unknown key", [_profile(**{"mcpu =": "mcpux ="})], "p0.toml: [target]: TVM does not accept it: Unknown config option 'mcpux'"),
     ("not utf-8", [_profile() + b'note = "\xff\xfe"\n'], "p0.toml: not UTF-8 text"),
+    ("num-cores false", [_profile(**{"num-cores = 2": "num-cores = false"})],
+     "p0.toml: key 'target.num-cores': expected a positive integer or \"auto\", got False"),
     ("same name twice", [_profile(), _profile()], "p1.toml: profile name 'mine' is also the name in "),
 ])
 def test_bad_profile_is_refused_when_listed(tmp_path, case, texts, message):
