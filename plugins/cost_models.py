@@ -350,7 +350,10 @@ def _check_checkpoint(cls_name: str, cfg_path: Path, cfg: Mapping[str, Any],
         raise TclError(f"{cfg_path}: checkpoint is of cost model '{cfg.get('model')}', not '{cls_name}'")
     saved = cfg.get("featurizer") or {}
     saved_name, saved_version = str(saved.get("name")), str(saved.get("version"))
-    fz = resolve_featurizer(featurizer if featurizer is not None else (saved.get("name") or default_featurizer))
+    try:
+        fz = resolve_featurizer(featurizer if featurizer is not None else (saved.get("name") or default_featurizer))
+    except TclError as exc:
+        raise TclError(f"{cfg_path}: featurizer: {exc}") from None
     if fz.name != saved_name:
         raise TclError(f"{cfg_path}: model was trained with featurizer '{saved_name}', not '{fz.name}'")
     if str(fz.version) != saved_version:

@@ -300,6 +300,8 @@ def _broken_checkpoint(tmp_path: Path, name: str, weights: bytes | None = None, 
                                         "whole number >= 1, got 'abc'"),
     ("epochs zero", dict(epochs=0), "config.json: hyper_parameters: cost model option epochs must be a whole"),
     ("version text", dict(format_version="x"), "config.json: format_version must be a whole number, got 'x'"),
+    ("featurizer unknown", dict(featurizer={"name": "sequence", "version": "1"}),
+     "config.json: featurizer: unknown featurizer 'sequence'; choices: "),
 ])
 def test_broken_checkpoint_is_one_line_naming_the_file(tmp_path, case, change, message):
     ckpt = _broken_checkpoint(tmp_path, case.replace(" ", "-"), **change)
