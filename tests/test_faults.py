@@ -362,3 +362,15 @@ def test_run_check_refuses_what_the_run_would_fail_on(tmp_path, case, edit, mess
     out = tmp_path / "out"
     again = run_tcl("run", str(config), "--out", str(out))
     assert again.returncode == 2 and not out.exists()  # refused before config.resolved.json is written
+
+
+@pytest.mark.parametrize("budget", ["0", "-0.5", "2.5"])
+def test_zero_or_partial_budget_in_a_config_is_refused_by_check(tmp_path, budget):
+    text = (ROOT / "configs" / "smoke-sampling.toml").read_text().replace('"../data', f'"{ROOT}/data')
+    assert "budget = 0.05" in text
+    config = tmp_path / "c.toml"
+    config.write_text(text.replace("budget = 0.05", f"budget = {budget}"))
+    proc = run_tcl("run", "--check", str(config))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"tcl: error: {config}: ") and \
+        "budget must be a fraction in (0, 1] or a whole count of programs" in proc.stderr, proc.stderr
