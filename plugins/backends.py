@@ -189,9 +189,11 @@ class LocalBackend(_BuiltinBackend):
 
 
 class RPCBackend(_BuiltinBackend):
-    """Builds here, times on a device registered with a TVM RPC tracker (MetaSchedule's
-    ``RPCRunner``). The remote TVM thread pool is set to the profile's ``runtime_threads``
-    at the start of each measurement."""
+    """Builds here, times on the devices registered with a TVM RPC tracker under one key
+    (MetaSchedule's ``RPCRunner``). Candidates go to every such device at once: one session
+    per server registered when the runner starts (``max_sessions`` overrides). The remote
+    TVM thread pool is set to the profile's ``runtime_threads`` at the start of each
+    measurement."""
 
     name = "rpc"
     times_on_this_host = False
@@ -235,9 +237,18 @@ class RPCBackend(_BuiltinBackend):
             rpc_config=config,
             evaluator_config=self.evaluator_config(),
             f_run_evaluator=functools.partial(rpc_run_evaluator, num_threads=self.profile.runtime_threads),
-            max_workers=self._positive_int("max_sessions", 1),
+            max_workers=self._positive_int("max_sessions", max(1, self._servers(config))),
             initializer=worker_initializer(None),
         )
+
+
+    def _servers(self, config: Any) -> int:
+        """How many servers the tracker lists under the profile's key now."""
+        try:
+            return int(config.count_num_servers())
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise TclError(f"{self.profile.source}: the RPC tracker at {config.tracker_host}:{config.tracker_port} "
+                           f"did not list its servers ({exc})") from None
 
 
 class CUDABackend(_BuiltinBackend):

@@ -34,6 +34,7 @@ from torch import nn
 
 import tcl
 from tcl import metrics as tcl_metrics
+from tcl import validation
 from tcl.errors import TclError
 from tcl.interfaces import CostModel, Featurizer
 from tcl.programs import Program, ProgramSet, Task
@@ -332,7 +333,12 @@ def read_checkpoint_config(path: str | os.PathLike) -> tuple[Path, dict[str, Any
         raise TclError(f"{cfg_path}: unreadable checkpoint config: {exc}") from None
     if not isinstance(cfg, dict) or cfg.get("format") != CHECKPOINT_FORMAT:
         raise TclError(f"{cfg_path}: not a {CHECKPOINT_FORMAT} config")
-    if int(cfg.get("format_version", 0)) > CHECKPOINT_VERSION:
+    version = cfg.get("format_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise TclError(f"{cfg_path}: format_version must be a whole number, got {version!r}")
+    if not isinstance(cfg.get("hyper_parameters", {}), dict):
+        raise TclError(f"{cfg_path}: hyper_parameters must be an object, got {cfg.get('hyper_parameters')!r}")
+    if version > CHECKPOINT_VERSION:
         raise TclError(f"{cfg_path}: checkpoint format version {cfg.get('format_version')} is newer than this tcl "
                        f"reads ({CHECKPOINT_VERSION}); upgrade tcl")
     return cfg_path, cfg
@@ -345,13 +351,45 @@ def _check_checkpoint(cls_name: str, cfg_path: Path, cfg: Mapping[str, Any],
         raise TclError(f"{cfg_path}: checkpoint is of cost model '{cfg.get('model')}', not '{cls_name}'")
     saved = cfg.get("featurizer") or {}
     saved_name, saved_version = str(saved.get("name")), str(saved.get("version"))
-    fz = resolve_featurizer(featurizer if featurizer is not None else (saved.get("name") or default_featurizer))
+    try:
+        fz = resolve_featurizer(featurizer if featurizer is not None else (saved.get("name") or default_featurizer))
+    except TclError as exc:
+        raise TclError(f"{cfg_path}: featurizer: {exc}") from None
     if fz.name != saved_name:
         raise TclError(f"{cfg_path}: model was trained with featurizer '{saved_name}', not '{fz.name}'")
     if str(fz.version) != saved_version:
         raise TclError(f"{cfg_path}: model was trained with featurizer {saved_name} version {saved_version}, "
                        f"but the installed {fz.name} is version {fz.version}; retrain the model")
     return fz
+
+
+def _load_weights(path: Path) -> Any:
+    """A state dict saved with ``torch.save``, read without running any pickled code."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise TclError(f"{path}: missing; the checkpoint is incomplete") from None
+    except Exception as exc:  # noqa: BLE001 - damaged bytes can make the unpickler raise anything
+        raise TclError(f"{path}: not a readable torch weights file ({type(exc).__name__}: {_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _check_like_default(what: str, value: Any, default: Any) -> None:
+    """An architecture option must be of its default's kind: a whole number >= 1 where the
+    default is one, a non-negative number where it is a float."""
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise TclError(f"{what} must be true or false, got {value!r}")
+    elif isinstance(default, int):
+        validation.whole(value, what)
+    elif isinstance(default, float):
+        validation.number(value, what, inclusive=True)
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise TclError(f"{what} must be text, got {value!r}")
 
 
 def _now() -> str:
@@ -381,6 +419,10 @@ class TorchCostModel(CostModel):
         unknown = sorted(set(arch) - set(self.arch_defaults))
         if unknown:
             raise TypeError(f"unknown option(s) {unknown} for cost model {self.name}")
+        for key, value in arch.items():
+            _check_like_default(f"cost model {self.name} option {key}", value, self.arch_defaults[key])
+        validation.number(dropout, f"cost model {self.name} option dropout", inclusive=True)
+        validation.whole(mc_passes, f"cost model {self.name} option mc_passes")
         self.featurizer = resolve_featurizer(featurizer if featurizer is not None else self.default_featurizer)
         self.train_config = TrainConfig(epochs=epochs, lr=lr, weight_decay=weight_decay, batch_size=batch_size,
                                         grad_clip=grad_clip, patience=patience, device=device, verbose=verbose,
@@ -569,24 +611,23 @@ class TorchCostModel(CostModel):
             raise TclError(f"{cfg_path}: hyper_parameters.in_dim missing; the checkpoint is incomplete")
         known = set(TrainConfig().as_dict()) | set(cls.arch_defaults) | {"dropout", "mc_passes"}
         hp = {k: v for k, v in hp.items() if k in known and k not in ("sigma", "threads", "device", "verbose")}
-        model = cls(featurizer=fz, device=device, verbose=verbose, threads=threads, **hp)
+        try:
+            model = cls(featurizer=fz, device=device, verbose=verbose, threads=threads, **hp)
+        except TclError as exc:
+            raise TclError(f"{cfg_path}: hyper_parameters: {exc}") from None
         model.in_dim = in_dim
         model.module = model._build(in_dim)
         weights = Path(path) / WEIGHTS_FILE
         try:
-            state = torch.load(weights, map_location="cpu", weights_only=True)
-            model.module.load_state_dict(state)
+            model.module.load_state_dict(_load_weights(weights))
             if cfg.get("heads"):
                 weights = Path(path) / HEADS_FILE
-                model.heads = torch.load(weights, map_location="cpu", weights_only=True)
+                model.heads = _load_weights(weights)
             if cfg.get("fisher"):
                 weights = Path(path) / FISHER_FILE
-                model.fisher = torch.load(weights, map_location="cpu", weights_only=True)
-        except FileNotFoundError:
-            raise TclError(f"{weights}: missing; the checkpoint is incomplete") from None
-        except (RuntimeError, ValueError, OSError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise TclError(f"{weights}: does not fit cost model {cls.name}: {first}") from None
+                model.fisher = _load_weights(weights)
+        except (RuntimeError, ValueError, TypeError, AttributeError) as exc:
+            raise TclError(f"{weights}: does not fit cost model {cls.name}: {_first_line(exc)}") from None
         model.module.to(model.device).eval()
         model.info = {k: cfg.get(k) for k in ("profile", "dataset_fingerprint", "metrics", "counts", "seed",
                                               "transfer")}

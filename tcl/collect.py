@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import attrs
 
-from tcl import discovery
+from tcl import discovery, validation
 from tcl.errors import TclError
 from tcl.interfaces import checked_selection
 from tcl.machine_load import BUSY_CORES, OtherLoad
@@ -37,13 +37,11 @@ class NetworkTasks:
 
 
 def budget_count(budget: float, pool_size: int) -> int:
-    """Programs to measure per task: a fraction of the pool (``0 < budget <= 1``) or a count."""
-    if not math.isfinite(budget) or budget < 0:
-        raise TclError(f"budget must be a fraction in [0, 1] or a whole count of programs, got {budget}")
+    """Programs to measure per task: a fraction of the pool (``0 < budget <= 1``) or a count
+    (the rule of :func:`tcl.validation.budget`, which CLI options and configs share)."""
+    budget = validation.budget(budget, "budget")
     if budget <= 1:
-        return min(pool_size, math.ceil(budget * pool_size)) if budget > 0 else 0
-    if budget != int(budget):
-        raise TclError(f"budget above 1 is a count of programs and must be whole, got {budget}")
+        return min(pool_size, math.ceil(budget * pool_size))
     return min(pool_size, int(budget))
 
 

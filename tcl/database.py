@@ -38,6 +38,10 @@ Reading (:func:`load_records`) walks a directory tree, finds every JSONDatabase 
 :mod:`tcl.tenset`), and parses the JSON itself: no TVM objects are built, tasks keep their
 base64 workload. Task key = the structural hash as stored; weight/name/networks from the
 manifest if present, else weight 1 and the name of the PrimFunc (its ``global_symbol``).
+A record whose ``run_secs`` is no measurement (null, empty, NaN, infinite, zero, negative,
+not numbers) is kept as a failed program of error kind ``invalid`` with the reason, and
+counted in a warning; a workload index naming no workload is an error naming ``file:line``.
+A damaged ``.gz`` file is an error naming it.
 """
 
 from __future__ import annotations
@@ -55,12 +59,14 @@ import shutil
 import struct
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
 
 from tcl.errors import TclError
 from tcl.interfaces import MeasureResult
 from tcl.programs import Program, ProgramSet, Task
+from tcl.staging import fsync_dir, is_staging, staged_directory
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +86,8 @@ FAILED_RUN_SECS = 1e10
 MANIFEST_FORMAT = "tcl-manifest"
 MANIFEST_VERSION = 1
 ERROR_KINDS = ("build", "run", "timeout", "unknown")
+#: The error kind of a stored record whose run_secs is no measurement (NaN, negative, not numbers, ...).
+INVALID_KIND = "invalid"
 
 
 # ---- TVM's JSON dialect --------------------------------------------------------------------
@@ -233,19 +241,6 @@ def _name_from_graph(graph: Mapping[str, Any]) -> str | None:
 # ---- files ---------------------------------------------------------------------------------
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def write_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a synced temporary file and a rename."""
     path = Path(path)
@@ -259,7 +254,7 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _is_complete_json_line(tail: bytes) -> bool:
@@ -346,6 +341,31 @@ def open_stored(path: str | os.PathLike) -> BinaryIO:
     return gzip.open(found, "rb") if found.name.endswith(PACKED_SUFFIX) else open(found, "rb")
 
 
+#: What reading a damaged ``.gz`` raises: not gzip / bad CRC, cut short, flipped bytes.
+CORRUPT_GZIP = (gzip.BadGzipFile, EOFError, zlib.error)
+
+
+def stored_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of ``path`` or its packed twin; FileNotFoundError if neither.
+
+    The one place stored line files are read: a damaged gzip file or a failing read becomes a
+    :class:`TclError` naming the file actually read, never a bare ``EOFError``/``zlib.error``.
+    """
+    found = stored_file(path)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    lineno = 0
+    try:
+        with open_stored(found) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                yield lineno, raw
+    except CORRUPT_GZIP as exc:
+        raise TclError(f"{found}: damaged gzip file, unreadable after line {lineno} ({exc}); "
+                       "restore it from a good copy") from None
+    except OSError as exc:
+        raise TclError(f"cannot read {found}: {exc.strerror or exc}") from None
+
+
 def pack_dir(src: str | os.PathLike, dst: str | os.PathLike, *, packed: bool) -> list[Path]:
     """Copy a record or pool directory tree, gzip-compressing its JSON-lines files
     (``packed=True``) or expanding them again (``packed=False``). Small metadata files are
@@ -354,19 +374,8 @@ def pack_dir(src: str | os.PathLike, dst: str | os.PathLike, *, packed: bool) ->
     src, dst = Path(src), Path(dst)
     if not src.is_dir():
         raise TclError(f"no such directory: {src}")
-    if dst.exists() and any(dst.iterdir()):
-        raise TclError(f"{dst} is not empty; choose a new directory")
-    staging = dst.with_name(dst.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)  # left by an earlier interrupted run
-    try:
-        written = _copy_tree(src, staging, dst, packed)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if dst.exists():
-        dst.rmdir()  # empty, checked above
-    os.replace(staging, dst)
-    return written
+    with staged_directory(dst, "copy") as staging:
+        return _copy_tree(src, staging, dst, packed)
 
 
 def _copy_tree(src: Path, staging: Path, dst: Path, packed: bool) -> list[Path]:
@@ -386,7 +395,7 @@ def _copy_tree(src: Path, staging: Path, dst: Path, packed: bool) -> list[Path]:
                     fout = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if out_name.endswith(PACKED_SUFFIX) else raw
                     with fout:
                         shutil.copyfileobj(fin, fout, 1 << 20)
-            except (gzip.BadGzipFile, EOFError) as err:
+            except CORRUPT_GZIP as err:
                 raise TclError(f"{Path(dirpath) / name}: not a readable gzip file ({err})") from None
             written.append(dst / rel / out_name)
     return written
@@ -399,25 +408,20 @@ def iter_json_lines(path: str | os.PathLike, *, allow_torn_tail: bool = True) ->
     instead when it has no newline (a writer killed or still writing) and ``allow_torn_tail``.
     """
     path = Path(path)
-    try:
-        fh = open_stored(path)
-    except FileNotFoundError:
+    if stored_file(path) is None:
         return
-    except OSError as exc:
-        raise TclError(f"cannot read {path}: {exc.strerror}") from None
     loads = json.loads
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                yield lineno, loads(raw)
-            except ValueError as exc:
-                if not raw.strip():
-                    continue
-                if allow_torn_tail and not raw.endswith(b"\n"):
-                    log.warning("%s:%d: skipping a torn last line (writer killed or still writing)", path, lineno)
-                    return
-                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                raise TclError(f"{path}:{lineno}: corrupt line ({msg})") from None
+    for lineno, raw in stored_lines(path):
+        try:
+            yield lineno, loads(raw)
+        except ValueError as exc:
+            if not raw.strip():
+                continue
+            if allow_torn_tail and not raw.endswith(b"\n"):
+                log.warning("%s:%d: skipping a torn last line (writer killed or still writing)", path, lineno)
+                return
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise TclError(f"{path}:{lineno}: corrupt line ({msg})") from None
 
 
 # ---- the manifest --------------------------------------------------------------------------
@@ -786,9 +790,11 @@ class RecordWriter:
             keys: dict[str, set[str]] = {}
             for lineno, line in iter_json_lines(self.record_path, allow_torn_tail=False):
                 try:
-                    keys.setdefault(names[line[0]], set()).add(program_key(line[1][0]))
+                    widx, trace = line[0], line[1][0]
                 except (KeyError, IndexError, TypeError):
                     raise TclError(f"{self.record_path}:{lineno}: not a tuning record") from None
+                key = _workload_of(widx, names, self.record_path, lineno)
+                keys.setdefault(key, set()).add(program_key(trace))
             self._keys = keys
         return self._keys
 
@@ -806,7 +812,7 @@ def find_databases(path: str | os.PathLike) -> list[Path]:
         raise TclError(f"no such directory: {root}")
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not is_staging(d))  # unfinished results
         names = {n[: -len(PACKED_SUFFIX)] if n.endswith(PACKED_SUFFIX) else n for n in filenames}
         if WORKLOAD_FILE in names or TENSET_WORKLOAD_FILE in names:
             found.append(Path(dirpath))
@@ -814,7 +820,30 @@ def find_databases(path: str | os.PathLike) -> list[Path]:
 
 
 def _failed(run_secs: Sequence[Any]) -> bool:
-    return all(isinstance(s, (int, float)) and s >= FAILED_RUN_SECS for s in run_secs)
+    return all(s >= FAILED_RUN_SECS for s in run_secs)
+
+
+def run_secs_problem(run_secs: Any) -> str | None:
+    """Why a stored ``run_secs`` is no measurement (None when it is one: a non-empty list of
+    finite positive seconds, MetaSchedule's failure marker included)."""
+    if run_secs is None:
+        return "run_secs is null (never measured)"
+    if not isinstance(run_secs, list) or not run_secs:
+        return f"run_secs {json.dumps(run_secs)[:40]} is not a list of seconds"
+    for s in run_secs:
+        if isinstance(s, bool) or not isinstance(s, (int, float)):
+            return f"run_secs holds {json.dumps(s)[:40]}, not a number"
+        if not (math.isfinite(s) and s > 0):
+            return f"run_secs holds {s}, not a finite positive time"
+    return None
+
+
+def _workload_of(widx: Any, workloads: Sequence[Any], rec_path: Path, lineno: int) -> Any:
+    """The workload a record's index names; a bad index is an error, never another task's."""
+    if isinstance(widx, bool) or not isinstance(widx, int) or not 0 <= widx < len(workloads):
+        raise TclError(f"{rec_path}:{lineno}: workload index {json.dumps(widx)[:40]} names none of the "
+                       f"{len(workloads)} workloads of this database")
+    return workloads[widx]
 
 
 def _read_errors(path: Path) -> dict[int, dict[str, Any]]:
@@ -855,17 +884,18 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
         workloads.append(task)
     errors = _read_errors(db / ERRORS_FILE)
     programs = out.programs
+    invalid: list[tuple[int, str]] = []
     for lineno, line in iter_json_lines(rec_path):
         try:
             widx, (trace, run_secs, _target, _args) = line
-            task = workloads[widx]
-        except (ValueError, TypeError, IndexError):
+        except (ValueError, TypeError):
             raise TclError(f"{rec_path}:{lineno}: not a tuning record [workload_index, [trace, run_secs, target, args_info]]") from None
+        task = _workload_of(widx, workloads, rec_path, lineno)
         error = None
-        if run_secs is None:
-            secs = None
-        elif not isinstance(run_secs, list) or not run_secs:
-            raise TclError(f"{rec_path}:{lineno}: run_secs must be a list of seconds")
+        problem = run_secs_problem(run_secs)
+        if problem is not None:
+            secs, error = None, f"{INVALID_KIND}: {problem}"
+            invalid.append((lineno, problem))
         elif _failed(run_secs):
             secs = None
             e = errors.get(lineno)
@@ -877,6 +907,9 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
         else:
             secs = tuple(float(s) for s in run_secs)
         programs[task.key].append(Program(task_key=task.key, trace=trace, run_secs=secs, error=error, source=source))
+    if invalid:
+        log.warning("%s: %d records hold no usable time and count as failed (%s), first at line %d: %s",
+                    rec_path, len(invalid), INVALID_KIND, *invalid[0])
 
 
 def load_records(path: str | os.PathLike, *, profile: str | None = None) -> ProgramSet:

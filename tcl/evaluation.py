@@ -34,6 +34,16 @@ def checkpoint_config(path: Path) -> dict[str, Any]:
     return config
 
 
+def require_checkpoint_dir(path: Path) -> None:
+    """Refuse, before any training, an output path a checkpoint may not replace: a file, or a
+    non-empty directory that is not a checkpoint (e.g. a record directory)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise TclError(f"{path}: is a file; choose a new checkpoint directory")
+    if path.is_dir() and any(path.iterdir()) and not (path / CONFIG_FILE).exists():
+        raise TclError(f"{path}: is a non-empty directory that is not a checkpoint; choose a new checkpoint directory")
+
+
 def load_checkpoint(path: Path, **options: Any) -> CostModel:
     """The cost model saved at ``path``, by the plugin registered under its model name;
     ``options`` are runtime hints (threads, verbose, ...) the plugin's ``load`` may decline."""

@@ -71,7 +71,6 @@ does) before creating a ``TuneContext``. ``TCL_FULL_TENSOR_INTRIN=1`` turns this
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import math
@@ -634,17 +633,15 @@ def load_pool(path: str | os.PathLike) -> Pool:
 
 
 def _read_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    from tcl.database import open_stored
+    from tcl.database import stored_lines
 
     try:
-        fh = io.TextIOWrapper(open_stored(path), encoding="utf-8")
-    except OSError as exc:
-        raise TclError(f"cannot read {path}: {exc.strerror}") from None
-    with fh:
-        for lineno, text in enumerate(fh, 1):
-            if not text.strip():
+        for lineno, raw in stored_lines(path):
+            if not raw.strip():
                 continue
             try:
-                yield lineno, json.loads(text)
+                yield lineno, json.loads(raw)
             except ValueError as exc:
-                raise TclError(f"{path}:{lineno}: corrupt line ({exc.msg})") from None
+                raise TclError(f"{path}:{lineno}: corrupt line ({getattr(exc, 'msg', exc)})") from None
+    except FileNotFoundError:
+        raise TclError(f"cannot read {path}: no such file") from None

@@ -3,7 +3,9 @@
 Built-in profiles ship in ``tcl/hardware_profiles`` (the top-level ``hardware_profiles/``
 folder of the source tree); users add their own from directories named by ``--profiles-dir``
 or ``TCL_PROFILES_PATH`` (os.pathsep-separated). A user profile with a built-in's name
-shadows it. Any malformed file is reported with its path, the key and what was expected.
+shadows it; two files of one directory with the same name are an error. Any malformed file
+is reported with its path, the key and what was expected; targets are checked by TVM's own
+target parser when a profile is loaded.
 """
 
 from __future__ import annotations
@@ -84,9 +86,14 @@ def load_profiles(extra_dirs: Iterable[str | Path] = ()) -> dict[str, HardwarePr
     for directory in search_dirs(extra_dirs):
         if not directory.is_dir():
             raise TclError(f"{directory}: profiles directory does not exist")
+        here: dict[str, Path] = {}
         for path in sorted(directory.glob("*.toml")):
             raw = _read_toml(path)
             validate_profile(raw, str(path))
+            if raw["name"] in here:
+                raise TclError(f"{path}: profile name '{raw['name']}' is also the name in {here[raw['name']]}; "
+                               "give each profile its own name")
+            here[raw["name"]] = path
             raw_profiles[raw["name"]] = (raw, str(path))
     return {name: build_profile(raw, source) for name, (raw, source) in raw_profiles.items()}
 
@@ -109,6 +116,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise TclError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise TclError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except OSError as exc:
         raise TclError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -154,6 +163,7 @@ def validate_profile(raw: dict[str, Any], source: str) -> None:
 def build_profile(raw: dict[str, Any], source: str) -> HardwareProfile:
     """A validated profile with "auto" values detected on this host."""
     target = _resolve_target(raw["target"])
+    _check_target(target, source)
     threads = raw.get("runtime_threads", AUTO)
     if threads == AUTO:
         threads = int(target.get("num-cores", physical_cores()))
@@ -167,6 +177,21 @@ def build_profile(raw: dict[str, Any], source: str) -> HardwareProfile:
         backend_options=dict(raw.get("backend_options", {})),
         source=source,
     )
+
+
+def _check_target(target: dict[str, Any], source: str) -> None:
+    """The target as TVM's own parser reads it: an unknown kind or key is an error here,
+    when the profile is loaded, not a traceback deep inside a collection."""
+    import tvm
+
+    cores = target.get("num-cores")
+    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
+        raise TclError(f"{source}: key 'target.num-cores': expected a positive integer or \"{AUTO}\", got {cores!r}")
+    try:
+        tvm.target.Target(target)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TclError(f"{source}: [target]: TVM does not accept it: {first}") from None
 
 
 def _resolve_target(target: dict[str, Any]) -> dict[str, Any]:

@@ -93,18 +93,17 @@ def sample_offline(records: ProgramSet, sampler_name: str, budget: float, out_di
                    model_name: str | None = None, model_options: dict[str, Any] | None = None,
                    progress: Callable[[str], None] = lambda _: None) -> SampleSummary:
     """Per task, ``budget`` of its programs (fraction or count) chosen by the sampler, in
-    ``rounds`` active-learning rounds (see :func:`active_learning_offline`)."""
-    from tcl.database import RecordWriter
+    ``rounds`` active-learning rounds (see :func:`active_learning_offline`), written to the
+    new directory ``out_dir`` whole or not at all (:mod:`tcl.staging`)."""
+    from tcl.database import RecordWriter, update_manifest
+    from tcl.staging import require_new_directory, staged_directory
 
     sampler = discovery.registry().create("samplers", sampler_name, **(sampler_options or {}))
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise TclError(f"{out_dir} is not empty; choose a new directory for the subset")
+    require_new_directory(Path(out_dir), "subset")
     chosen = active_learning_offline(records, sampler, budget, rounds=rounds, model_name=model_name,
                                      model_options=model_options, model=model, seed=seed, progress=progress)
-    with RecordWriter(out_dir, profile=records.profile) as writer:
-        from tcl.database import update_manifest
-
-        update_manifest(out_dir, tasks=list(records.tasks.values()), sampler=sampler_name, budget=budget, seed=seed)
+    with staged_directory(out_dir, "subset") as staging, RecordWriter(staging, profile=records.profile) as writer:
+        update_manifest(staging, tasks=list(records.tasks.values()), sampler=sampler_name, budget=budget, seed=seed)
         for task, programs in records:
             entries = [(programs[i].trace, MeasureResult(run_secs=programs[i].run_secs, error_kind=None)
                         if programs[i].ok else MeasureResult(run_secs=None, error_kind="unknown",

@@ -46,17 +46,11 @@ from typing import Any, Iterator, Mapping
 
 import attrs
 
-from tcl.database import (
-    ERRORS_FILE,
-    MANIFEST_FILE,
-    TENSET_RECORD_FILE,
-    TENSET_WORKLOAD_FILE,
-    RecordWriter,
-    update_manifest,
-)
+from tcl.database import RecordWriter, update_manifest
 from tcl.errors import TclError
 from tcl.interfaces import MeasureResult
 from tcl.programs import Task
+from tcl.staging import require_new_directory, staged_directory
 
 #: auto_scheduler's MeasureErrorNo, and the kind of failure each is for us.
 ERROR_NAMES = {
@@ -179,26 +173,23 @@ def import_tenset(
     profile: str | None = None,
     target: str | None = None,
     tasks_info: Mapping[str, Mapping[str, Any]] | None = None,
-    overwrite: bool = False,
 ) -> ImportSummary:
-    """Convert TenSet record file(s) at ``path`` into a record directory ``out_dir``.
+    """Convert TenSet record file(s) at ``path`` into the new record directory ``out_dir``,
+    written whole or not at all (:mod:`tcl.staging`).
 
     ``profile`` names the platform in the manifest (e.g. ``"tenset-e5-2673"``); ``target``
     keeps only records of that exact target string (required when the input has several).
-    An ``out_dir`` that already holds an import is refused unless ``overwrite``.
+    Input without a single record is an error.
     """
     out = Path(out_dir)
-    existing = [out / n for n in (TENSET_WORKLOAD_FILE, TENSET_RECORD_FILE, ERRORS_FILE, MANIFEST_FILE)]
-    if any(p.exists() for p in existing):
-        if not overwrite:
-            raise TclError(f"{out} already holds records; choose a new directory or pass overwrite")
-        for p in existing:
-            p.unlink(missing_ok=True)
+    require_new_directory(out, "import")
     files = _input_files(Path(path))
     # first pass: which targets are there (cheap next to writing; keeps the import one-platform)
     targets: dict[str, int] = {}
     for rec in read_tenset(path):
         targets[rec.target] = targets.get(rec.target, 0) + 1
+    if not targets:
+        raise TclError(f"{path}: no TenSet records in {'it' if len(files) == 1 else f'its {len(files)} files'}")
     if target is None and len(targets) > 1:
         listed = "; ".join(f"{t!r} ({n} records)" for t, n in targets.items())
         raise TclError(f"{path} holds records of several targets: {listed}. Import one platform at a time (target=...)")
@@ -208,8 +199,8 @@ def import_tenset(
     info = dict(tasks_info or {})
     tasks: dict[str, Task] = {}
     n_records = n_failed = 0
-    with RecordWriter(out, profile=profile, flavor="tenset") as writer:
-        update_manifest(out, source="tenset", target=chosen, imported_from=str(Path(path).resolve()))
+    with staged_directory(out, "import") as staging, RecordWriter(staging, profile=profile, flavor="tenset") as writer:
+        update_manifest(staging, source="tenset", target=chosen, imported_from=str(Path(path).resolve()))
         batch: list[tuple[Any, MeasureResult]] = []
         current: TensetRecord | None = None
 

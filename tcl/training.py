@@ -42,6 +42,8 @@ import numpy as np
 import torch
 
 from tcl import metrics as tcl_metrics
+from tcl import validation
+from tcl.database import INVALID_KIND
 from tcl.errors import TclError
 from tcl.programs import Program, ProgramSet, Task
 
@@ -81,6 +83,15 @@ class TrainConfig:
     # torch CPU threads while training (None: leave torch's setting). On a busy machine one
     # thread can be many times faster than two (OpenMP workers spin waiting for each other).
     threads: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for key in ("epochs", "batch_size", "patience"):
+            validation.whole(getattr(self, key), f"cost model option {key}")
+        if self.threads is not None:
+            validation.whole(self.threads, "cost model option threads")
+        for key in ("lr", "grad_clip", "sigma"):
+            validation.number(getattr(self, key), f"cost model option {key}")
+        validation.number(self.weight_decay, "cost model option weight_decay", inclusive=True)
 
     def as_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -216,9 +227,10 @@ def dataset_fingerprint(records: ProgramSet) -> str:
 def clean_records(records: ProgramSet) -> tuple[ProgramSet, dict[str, int]]:
     """Only programs with a finite positive latency; counts of what was dropped.
 
-    Counts: ``programs`` (in), ``failed`` (error or no run time), ``nonfinite`` (NaN, inf or
-    <= 0 latency without an error), ``tasks`` (in), ``tasks_without_success`` and
-    ``single_program_tasks`` (tasks left with exactly one program).
+    Counts: ``programs`` (in), ``failed`` (error or no run time), ``nonfinite`` (NaN, inf,
+    <= 0 or non-numeric run times, records the loader marked invalid included), ``tasks``
+    (in), ``tasks_without_success`` and ``single_program_tasks`` (tasks left with exactly one
+    program).
     """
     out = ProgramSet(profile=records.profile)
     c = dict(programs=0, failed=0, nonfinite=0, tasks=len(records.tasks), tasks_without_success=0,
@@ -227,10 +239,10 @@ def clean_records(records: ProgramSet) -> tuple[ProgramSet, dict[str, int]]:
         ok: list[Program] = []
         for p in progs:
             c["programs"] += 1
-            if p.error is not None or not p.run_secs:
-                c["failed"] += 1
-            elif not p.ok:
+            if (p.error is None and p.run_secs and not p.ok) or (p.error or "").startswith(f"{INVALID_KIND}:"):
                 c["nonfinite"] += 1
+            elif p.error is not None or not p.run_secs:
+                c["failed"] += 1
             else:
                 ok.append(p)
         if not ok:
@@ -250,7 +262,7 @@ def describe_counts(c: Mapping[str, int]) -> str:
     if c.get("failed"):
         dropped.append(f"{c['failed']} failed")
     if c.get("nonfinite"):
-        dropped.append(f"{c['nonfinite']} NaN/inf-latency")
+        dropped.append(f"{c['nonfinite']} invalid-time")
     if dropped:
         parts.append("excluded " + " and ".join(dropped) + " programs")
     if c.get("tasks_without_success"):

@@ -64,7 +64,8 @@ def test_sample_cli_rounds_write_the_subset(records, tmp_path):
                   "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb" in bad.stderr
     zero = run_tcl("sample", "--sampler", "rdu", "--data", str(data), "--rounds", "0", "--out", str(tmp_path / "y"))
-    assert zero.returncode == 2 and zero.stderr.strip() == "tcl: error: --rounds must be at least 1, got 0"
+    assert zero.returncode == 2 and zero.stderr.strip() == \
+        "tcl sample: error: argument --rounds: must be a whole number >= 1, got 0 (see --help)"
 
 
 def test_collect_in_rounds_measures_the_budget_and_resumes(tmp_path):

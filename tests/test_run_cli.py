@@ -181,7 +181,7 @@ def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_
 @pytest.mark.parametrize("text, message", [
     (TRANSFER.replace("STRATEGIES", '["kd"]'), "unknown transfer strategy 'kd'; choices: continual-kd, fine-tune"),
     (TRANSFER.replace("STRATEGIES", '["scratch"]').replace("held_out =", "jobs = 0\nheld_out ="),
-     "[experiment] jobs must be 1 or more, got 0"),
+     "[experiment] jobs must be a whole number >= 1, got 0"),
     ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nnetwork = \"resnet-19\"\n",
      "unknown network 'resnet-19'; choices: "),
     ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nmethods = [\"xgb\", \"random\"]\n"

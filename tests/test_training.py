@@ -241,7 +241,7 @@ def test_failed_nan_and_single_program_tasks_are_excluded_with_counts(caplog):
     assert result["epochs_run"] == 2
     line = next(r.getMessage() for r in caplog.records if "training on" in r.getMessage())
     assert "24 programs of 2 tasks" in line
-    assert "excluded 3 failed and 2 NaN/inf-latency programs" in line
+    assert "excluded 3 failed and 2 invalid-time programs" in line
     assert "1 tasks without a successful program" in line
     assert "1 single-program tasks skipped for the ranking loss" in line
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from tcl.cli.common import add_budget_option, add_seed_option, comma_list
 from tcl.cli.progress import RichReporter
+from tcl.validation import option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -20,7 +21,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--profile", required=True, help="hardware profile name (see tcl profiles)")
     parser.add_argument("--network", required=True,
                         help="comma-separated network names (see tcl plugins) or TVM JSONDatabase directories")
-    parser.add_argument("--pool-size", type=int, required=True, help="candidates generated per task")
+    parser.add_argument("--pool-size", type=option(whole), required=True, help="candidates generated per task")
     parser.add_argument("--out", type=Path, required=True, help="record directory to write (and resume)")
     parser.add_argument("--sampler", default="all", help="which candidates to measure (default: all)")
     add_budget_option(parser, 1.0)
@@ -33,14 +34,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--pool-random", type=float, default=None,
                         help="largest share of a new pool drawn by random sampling, 0-1 (default: as many as it finds)")
     add_seed_option(parser)
-    parser.add_argument("--batch-size", type=int, default=16, help="candidates built and run per batch")
-    parser.add_argument("--max-tasks", type=int, default=None, help="only the first N tasks (round-robin over networks, most work first)")
+    parser.add_argument("--batch-size", type=option(whole), default=16, help="candidates built and run per batch")
+    parser.add_argument("--max-tasks", type=option(whole), default=None, help="only the first N tasks (round-robin over networks, most work first)")
     parser.add_argument("--include-simple-tasks", action="store_true",
                         help="also tasks without a reduction (reshapes, elementwise)")
-    parser.add_argument("--rounds", type=int, default=1,
+    parser.add_argument("--rounds", type=option(whole), default=1,
                         help="spend the budget in R active-learning rounds, retraining --model between them")
     parser.add_argument("--model", default="mamba", help="cost model trained between rounds (default mamba)")
-    parser.add_argument("--epochs", type=int, default=None, help="its training epochs (model default)")
+    parser.add_argument("--epochs", type=option(whole), default=None, help="its training epochs (model default)")
     parser.set_defaults(handler=run)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from tcl.errors import TclError
+from tcl.validation import budget, option, whole
 
 
 class Parser(argparse.ArgumentParser):
@@ -31,7 +32,7 @@ def add_held_out_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_budget_option(parser: argparse.ArgumentParser, default: float) -> None:
-    parser.add_argument("--budget", type=float, default=default,
+    parser.add_argument("--budget", type=option(budget, float), default=default,
                         help=f"per task: a fraction of the programs (0-1) or a whole count (default {default:g})")
 
 
@@ -40,7 +41,7 @@ def add_seed_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for training (default 1)")
+    parser.add_argument("--threads", type=option(whole), default=1, help="torch threads for training (default 1)")
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tcl.cli.common import add_budget_option, add_data_option, add_seed_option, add_threads_option
-from tcl.errors import TclError
+from tcl.validation import option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,8 +29,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--model", default=None,
                         help="a checkpoint directory (gives embeddings and uncertainty from round 1; its model kind "
                              "is retrained between rounds) or a cost model name trained between rounds")
-    parser.add_argument("--rounds", type=int, default=1, help="active-learning rounds (default 1)")
-    parser.add_argument("--epochs", type=int, default=None, help="training epochs between rounds (model default)")
+    parser.add_argument("--rounds", type=option(whole), default=1, help="active-learning rounds (default 1)")
+    parser.add_argument("--epochs", type=option(whole), default=None, help="training epochs between rounds (model default)")
     add_threads_option(parser)
     add_seed_option(parser)
     parser.add_argument("--out", type=Path, required=True, help="new directory for the subset")
@@ -81,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
     from tcl.evaluation import record_targets
     from tcl.sampling import sample_offline
 
-    if args.rounds < 1:
-        raise TclError(f"--rounds must be at least 1, got {args.rounds}")
     model, name, options = round_model(args.model, args.epochs, args.threads)
     records = load_records(args.data, profile=args.profile).measured()
     targets = record_targets(args.data, args.profile)

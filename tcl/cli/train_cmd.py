@@ -9,6 +9,7 @@ from typing import Any
 
 from tcl.cli.common import (add_data_option, add_held_out_option, add_json_option, add_seed_option,
                             add_threads_option, comma_list, print_json, print_table)
+from tcl.validation import option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -22,8 +23,8 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
     add_held_out_option(train)
     train.add_argument("--valid-fraction", type=float, default=0.1, help="fraction of training tasks for early stopping")
-    train.add_argument("--epochs", type=int, default=None, help="training epochs (model default: 50)")
-    train.add_argument("--batch-size", type=int, default=None, help="programs per batch (model default: 512)")
+    train.add_argument("--epochs", type=option(whole), default=None, help="training epochs (model default: 50)")
+    train.add_argument("--batch-size", type=option(whole), default=None, help="programs per batch (model default: 512)")
     add_seed_option(train)
     add_threads_option(train)
     train.set_defaults(handler=run_train)
@@ -55,9 +56,10 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
 def run_train(args: argparse.Namespace) -> int:
     from tcl import discovery
     from tcl.database import load_records
-    from tcl.evaluation import score_records
+    from tcl.evaluation import require_checkpoint_dir, score_records
     from tcl.training import clean_records, split_by_network, split_by_task
 
+    require_checkpoint_dir(args.out)
     model = discovery.registry().create("cost_models", args.model, **_model_options(args))
     records, _ = clean_records(load_records(args.data, profile=args.profile))
     held_out = comma_list(args.held_out)

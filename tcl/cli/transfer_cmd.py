@@ -10,6 +10,7 @@ from typing import Any
 from tcl.cli.common import (add_budget_option, add_data_option, add_held_out_option, add_json_option, add_seed_option,
                             add_threads_option, comma_list, print_json)
 from tcl.errors import TclError
+from tcl.validation import option, whole
 
 DEFAULT_TEACHER = ("x86-avx2", "mamba")  # plugins/pretrained/<profile>/<model>
 
@@ -20,7 +21,7 @@ def _strategy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--distill-on", choices=("labelled", "pool"), default=None,
                         help="continual-kd: distil on the labelled sample only (default), or also on unlabelled "
                              "pool programs")
-    parser.add_argument("--epochs", type=int, default=None, help="training epochs (default: the teacher's)")
+    parser.add_argument("--epochs", type=option(whole), default=None, help="training epochs (default: the teacher's)")
     parser.add_argument("--model", default=None, help="cost model family: a teacher of another is refused; scratch without a teacher builds it "
                              "(default mamba)")
     parser.add_argument("--featurizer", default=None, help="refuse a teacher trained on other features")
@@ -59,7 +60,7 @@ def add_parser(subparsers: Any) -> None:
     ad.add_argument("--pool", type=Path, default=None, help="candidate pool directory (default: data/bundled/pool)")
     ad.add_argument("--work-dir", type=Path, default=None,
                     help="where measurements are kept and resumed (default: OUT.work beside the checkpoint)")
-    ad.add_argument("--batch-size", type=int, default=16, help="candidates built and run per batch")
+    ad.add_argument("--batch-size", type=option(whole), default=16, help="candidates built and run per batch")
     _strategy_options(ad)
     ad.set_defaults(handler=run_adapt)
 

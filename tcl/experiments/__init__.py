@@ -12,6 +12,7 @@ progress) -> {"rows": [...], "metric": ..., "label": [...]}``; it may also suppl
 from __future__ import annotations
 
 import copy
+import difflib
 import importlib
 import json
 import math
@@ -20,12 +21,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from tcl import validation
 from tcl.errors import TclError
 
 REQUIRED = object()
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "str": lambda v: isinstance(v, str),
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "count": lambda v: _passes(validation.whole, v),  # a whole number >= 1, as CLI options check it
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
     "bool": lambda v: isinstance(v, bool),
     "table": lambda v: isinstance(v, dict),
@@ -33,6 +36,14 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "list[int]": lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
 }
+
+
+def _passes(rule: Callable[[Any], Any], value: Any) -> bool:
+    try:
+        rule(value)
+    except TclError:
+        return False
+    return True
 
 
 def kinds() -> list[str]:
@@ -72,7 +83,8 @@ def apply_schema(cfg: dict[str, Any], schema: Mapping[str, Mapping[str, tuple[st
                 continue
             value = section[key]
             if not _TYPES[kind](value):
-                raise TclError(f"[{table}] {key} must be {kind}, got {value!r}")
+                described = "a whole number >= 1" if kind == "count" else kind
+                raise TclError(f"[{table}] {key} must be {described}, got {value!r}")
             if kind == "path":
                 section[key] = str((base / value).resolve())
 
@@ -89,6 +101,10 @@ def prepare(config_path: Path, registry: Any) -> tuple[Any, dict[str, Any]]:
     """(kind module, validated config with defaults) or a TclError naming the file."""
     cfg = load_config(config_path)
     try:
+        if "experiment" not in cfg:
+            near = [t for t in cfg if difflib.get_close_matches(t, ["experiment"], n=1, cutoff=0.7)]
+            hint = f"; did you mean [experiment] instead of [{near[0]}]?" if near else ""
+            raise TclError(f"no [experiment] table{hint}")
         kind = (cfg.get("experiment") or {}).get("kind")
         if not isinstance(kind, str):
             raise TclError(f"[experiment] kind is missing; kinds: {', '.join(kinds())}")

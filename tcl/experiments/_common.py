@@ -23,7 +23,7 @@ EXPERIMENT = {
     "description": ("str", ""),
     "profiles": ("list[str]", REQUIRED),
     "seeds": ("list[int]", [0]),
-    "threads": ("int", 1),  # torch threads per process
+    "threads": ("count", 1),  # torch threads per process
 }
 # kinds that train on records: where they are and which networks are kept out
 RECORDS = {
@@ -35,7 +35,7 @@ RECORDS = {
     # (e.g. data/idle: the same programs measured again on an idle machine)
     "eval_data": ("path", None),
     # independent units run at once, one process each: profiles (models, sampling) or seeds (transfer)
-    "jobs": ("int", 1),
+    "jobs": ("count", 1),
 }
 
 METRICS = ("top1", "top5", "pairwise")
@@ -47,8 +47,6 @@ def check_data(cfg: Mapping[str, Any]) -> None:
     exp = cfg["experiment"]
     if not exp["profiles"] or not exp["seeds"] or not exp["held_out"]:
         raise TclError("[experiment] profiles, held_out and seeds must not be empty")
-    if exp["jobs"] < 1:
-        raise TclError(f"[experiment] jobs must be 1 or more, got {exp['jobs']}")
     for key in ("data", "eval_data"):
         if exp[key] is not None:
             _check_networks(key, Path(exp[key]), exp["profiles"], exp["held_out"])
@@ -102,7 +100,10 @@ def check_model(registry: Any, cfg: dict[str, Any], name: str, options: Mapping[
     from tcl.experiments import plugin
 
     plugin(registry, cfg, "cost_models", name)
-    registry.create("cost_models", name, **model_options(cfg, options))
+    try:
+        registry.create("cost_models", name, **model_options(cfg, options))
+    except TclError as exc:
+        raise TclError(f"options of cost model {name}: {exc}") from None
 
 
 def resolve_variants(registry: Any, cfg: dict[str, Any], point: str, table: str, names: Sequence[str],

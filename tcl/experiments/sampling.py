@@ -22,7 +22,7 @@ SCHEMA = {
     "model": {"name": ("str", "mamba"), "options": ("table", {})},
     "sampling": {
         "budget": ("number", 0.1),
-        "rounds": ("int", 2),
+        "rounds": ("count", 2),
         "samplers": ("list[str]", ["rdu", "random", "rdu-r", "rdu-d", "rdu-u"]),
         "full": ("bool", True),
         # named settings of a sampler, listed in samplers like a plugin, e.g.

@@ -26,7 +26,7 @@ SCHEMA = {
         "sampler": ("str", "rdu"),
         "sampler_uses_model": ("bool", False),
         "model": ("str", "mamba"),
-        "base_epochs": ("int", None),  # None: the model's default
+        "base_epochs": ("count", None),  # None: the model's default
         "options": ("table", {}),  # one table per strategy, e.g. [transfer.options.continual-kd]
         # named settings of a strategy, listed in strategies like a plugin, e.g.
         # [transfer.variants.kd-pool] plugin = "continual-kd", distill_on = "pool"
