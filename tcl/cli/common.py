@@ -22,6 +22,9 @@ class Parser(argparse.ArgumentParser):
 # Options that several commands take, defined once so that each has one spelling, type,
 # default and meaning everywhere.
 
+_BUDGET = option(budget, float)
+_WHOLE = option(whole)
+
 def add_data_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
 
@@ -32,7 +35,7 @@ def add_held_out_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_budget_option(parser: argparse.ArgumentParser, default: float) -> None:
-    parser.add_argument("--budget", type=option(budget, float), default=default,
+    parser.add_argument("--budget", type=_BUDGET, default=default,
                         help=f"per task: a fraction of the programs (0-1) or a whole count (default {default:g})")
 
 
@@ -41,7 +44,7 @@ def add_seed_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--threads", type=option(whole), default=1, help="torch threads for training (default 1)")
+    parser.add_argument("--threads", type=_WHOLE, default=1, help="torch threads for training (default 1)")
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
