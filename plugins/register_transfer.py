@@ -17,6 +17,8 @@ def tcl_register_transfer_strategies() -> list[TransferRegistration]:
         TransferRegistration(name="continual-kd-pc", factory=Deferred(IMPL, "ProgressCompress"),
                              description="TCL: an active column learns the new platform, the knowledge base distils "
                                          "it under an EWC penalty; one model"),
+        TransferRegistration(name="as-is", factory=Deferred(IMPL, "AsIs"),
+                             description="the teacher unchanged: the baseline of doing nothing"),
         TransferRegistration(name="fine-tune", factory=Deferred(IMPL, "FineTune"),
                              description="start from the teacher, ranking loss on the new sample only"),
         TransferRegistration(name="mtl", factory=Deferred(IMPL, "MTL"), needs_all_platforms=True,

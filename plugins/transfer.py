@@ -13,6 +13,8 @@
     distillation under an elastic penalty (diagonal Fisher) that holds what it knew.
 ``fine-tune``
     Same start, ranking loss on the new sample only.
+``as-is``
+    The teacher unchanged, scored on the new platform: the baseline of doing nothing.
 ``mtl``
     MTL-TLP: the teacher's network as a shared backbone, one output head per platform, trained
     jointly on every platform's records (``history``) plus the new sample. Needs the same
@@ -109,6 +111,15 @@ class FineTune(_Strategy):
         student = self._student(teacher)
         student.fit(target, valid, seed=seed, warm_start=True)
         return self._finish(student, teacher, target)
+
+
+class AsIs(_Strategy):
+    """The teacher unchanged: the row every transfer must beat (doing nothing)."""
+
+    name = "as-is"
+
+    def transfer(self, teacher, target, *, valid=None, unlabelled=None, history=None, seed=0):
+        return self._finish(self._student(teacher), teacher, target)
 
 
 class Scratch(_Strategy):

@@ -88,7 +88,7 @@ def test_listwise_kl_is_zero_only_for_the_same_ranking_distribution():
 
 @pytest.mark.parametrize("strategy,options", [
     ("continual-kd", {"distill_on": "labelled"}), ("continual-kd", {"distill_on": "pool", "lam": 2.0, "tau": 2.0}),
-    ("fine-tune", {}), ("scratch", {}), ("mtl", {}), ("continual-kd-pc", {}),
+    ("fine-tune", {}), ("scratch", {}), ("mtl", {}), ("continual-kd-pc", {}), ("as-is", {}),
 ])
 def test_each_strategy_makes_a_loadable_checkpoint(strategy, options, data, teacher, target, tmp_path):
     sample, rest = target
@@ -103,6 +103,8 @@ def test_each_strategy_makes_a_loadable_checkpoint(strategy, options, data, teac
     config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
     assert config["profile"] == PROFILES[1] and config["transfer"]["strategy"] == strategy
     assert seconds > 0
+    if strategy == "as-is":  # the teacher unchanged
+        assert np.allclose(loaded.predict(task, programs), model_in.predict(task, programs), atol=1e-5)
     if strategy == "mtl":
         # one head per platform: the target's is the network's decoder, the earlier one beside it
         assert config["heads"] == [PROFILES[0]] and list(loaded.heads) == [PROFILES[0]]
@@ -209,7 +211,7 @@ def test_cli_transfer_json(data, teacher, tmp_path):
     (["--strategy", "continual-kd", "--model", "tlp"], "the teacher is a mamba model, not tlp"),
     (["--strategy", "fine-tune", "--featurizer", "per-store"], "the teacher uses featurizer trace-seq, not per-store"),
     (["--strategy", "fine-tune", "--lam", "1"], "transfer strategy 'fine-tune': bad options ['epochs', 'lam']"),
-    (["--strategy", "distill"], "unknown transfer strategy 'distill'; choices: continual-kd, continual-kd-pc, fine-tune, mtl, scratch"),
+    (["--strategy", "distill"], "unknown transfer strategy 'distill'; choices: as-is, continual-kd, continual-kd-pc, fine-tune, mtl, scratch"),
     (["--strategy", "continual-kd", "--distill-on", "pool", "--tau", "0"], "continual-kd needs lam >= 0 and tau > 0"),
     (["--strategy", "continual-kd", "--held-out", "alexnet"], "held-out network(s) alexnet not in the records"),
 ])

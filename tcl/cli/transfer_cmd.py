@@ -39,7 +39,7 @@ def add_parser(subparsers: Any) -> None:
         description="Sample --budget of each task's records of PROFILE under DATA (the rest stays unlabelled), run "
                     "a transfer strategy from the teacher checkpoint, save the new model and score it on the tasks "
                     "of --held-out networks, on PROFILE and on the teacher's platforms (forgetting).")
-    tr.add_argument("--strategy", required=True, help="continual-kd, continual-kd-pc, fine-tune, mtl, scratch, or a plugin's")
+    tr.add_argument("--strategy", required=True, help="continual-kd, continual-kd-pc, fine-tune, mtl, scratch, as-is, or a plugin's")
     tr.add_argument("--teacher", type=Path, default=None, help="checkpoint of the earlier platform's model")
     tr.add_argument("--profile", required=True, help="profile of the new platform's records")
     add_data_option(tr)
