@@ -472,7 +472,7 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
 
     mod = prepare_for_tuning(import_network(definition), target)
     start = time.perf_counter()
-    executable, tuned = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)))
+    executable, functions = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)))
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
@@ -503,18 +503,24 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
     latency = float(np.median(timer(*inputs).results))
     return {"latency_s": latency, "torch_latency_s": torch_times[torch_threads_best],
             "torch_threads": torch_threads_best, "torch_latency_by_threads_s": torch_times,
-            "compile_s": compile_s, "tuned_functions": tuned,
+            "compile_s": compile_s, "tuned_functions": functions["tuned"],
+            "default_functions": functions["default"], "unscheduled_functions": functions["unscheduled"],
             "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
 
 
-def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, list[str]]:
-    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, then TVM's
-    lowering, via ``tvm.compile``; also the names of the functions given a tuned schedule. Not ``ms.relax_integration.compile_relax``: it runs
+def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, dict[str, Any]]:
+    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, default
+    schedules (:mod:`tcl.default_schedule`) for every function it left unscheduled, then TVM's
+    lowering, via ``tvm.compile``; also which functions got a tuned schedule (``tuned``), which
+    a default one (``default``: name → rule) and which none (``unscheduled``). Not
+    ``ms.relax_integration.compile_relax``: it runs
     LegalizeOps/FuseOps/FuseTIR again, which on our already fused module re-fuses the
     functions (measured on bert-tiny: none of the 8 tuned matmul/norm tasks was then found
     in the database, and the network ran ~50x slower than the sum of its tuned kernels)."""
     import tvm
     from tvm import relax
+
+    from tcl.default_schedule import apply_defaults, is_scheduled
 
     T = relax.transform
     # after applying the database: what compile_relax runs after fusion on CPU targets (TVM 0.27 has no CPU entry in
@@ -523,17 +529,20 @@ def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, l
               T.CallTIRRewrite(), T.StaticPlanBlockMemory(), T.LowerAllocTensor(), T.KillAfterLastUse(),
               T.LowerRuntimeBuiltin(), T.ComputePrimValue(), T.VMShapeLower(), T.AttachGlobalSymbol()]
 
-    applied = []
+    functions: dict[str, Any] = {}
 
     @tvm.transform.module_pass(opt_level=3)
     def pipeline(mod: Any, _ctx: Any) -> Any:
         mod = T.MetaScheduleApplyDatabase()(mod)
-        applied.extend(gv.name_hint for gv, f in mod.functions.items()
-                       if isinstance(f, tvm.tirx.PrimFunc) and f.attrs and f.attrs.get("tirx.is_scheduled", False))
+        functions["tuned"] = sorted(gv.name_hint for gv, f in mod.functions.items()
+                                    if isinstance(f, tvm.tirx.PrimFunc) and is_scheduled(f))
+        mod, functions["default"] = apply_defaults(mod, target)
+        functions["unscheduled"] = sorted(gv.name_hint for gv, f in mod.functions.items()
+                                          if isinstance(f, tvm.tirx.PrimFunc) and not is_scheduled(f))
         return tvm.transform.Sequential(passes)(mod)
 
     with target, database, tvm.transform.PassContext(opt_level=3):
-        return tvm.compile(mod, target=target, relax_pipeline=pipeline), sorted(applied)
+        return tvm.compile(mod, target=target, relax_pipeline=pipeline), functions
 
 
 def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:

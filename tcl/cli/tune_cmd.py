@@ -92,9 +92,16 @@ def run_tune(args: argparse.Namespace) -> int:
           f"torch eager {result['torch_latency_s'] * 1e3:.4f} ms ({speedup:.2f}x torch); "
           f"task-weighted estimate {_fmt(result['estimate_s'] and result['estimate_s'] * 1e3)} ms; "
           f"output matches torch (max rel. error {result['max_rel_error']:.2g})")
+    print(functions_line(result))
     print(f"records, curve and plot in {args.out}")
     _warn_load({result["method"]: result["rounds_under_load"]})
     return 0
+
+
+def functions_line(result: dict[str, Any]) -> str:
+    """How many of the compiled network's functions got a tuned schedule, a default one, none."""
+    return (f"functions: {len(result['tuned_functions'])} tuned, {len(result['default_functions'])} default "
+            f"schedule, {len(result['unscheduled_functions'])} unscheduled")
 
 
 def _warn_load(rounds_under_load: dict[str, int]) -> None:
