@@ -42,6 +42,7 @@ TVM_MODELS = ("xgb", "random")
 CURVE_FILE = "tune_curve.json"
 RESULT_FILE = "tune_result.json"
 PLOT_FILE = "tune_curve.png"
+CHOICE_POPULATION = 64
 
 
 # ---- what to tune and with what ------------------------------------------------------------
@@ -312,7 +313,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         raise TclError(f"{path}: unreadable ({exc})") from None
 
 
-def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int) -> list[Any]:
+def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int,
+                   eps_greedy: float = 0.05) -> list[Any]:
     import tvm.s_tir.meta_schedule as ms
     from tvm.s_tir.meta_schedule.utils import fork_seed
 
@@ -320,7 +322,7 @@ def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int
 
     ensure_tensor_intrinsics(target)
     def search() -> Any:
-        return ms.search_strategy.EvolutionarySearch(population_size=population,
+        return ms.search_strategy.EvolutionarySearch(population_size=population, eps_greedy=eps_greedy,
                                                      init_min_unmeasured=min(50, population))
 
     return [ms.TuneContext(mod=t.mod, target=target, space_generator="post-order-apply", search_strategy=search(),
@@ -329,7 +331,7 @@ def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int
 
 
 def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, population: int, per_round: int,
-                remaining: int, backend: Any, method: Method, curve: Curve, name: str,
+                remaining: int, backend: Any, cost_model: Any, curve: Curve, name: str,
                 report: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, float]]:
     """MetaSchedule's gradient task scheduler over ``tasks``; Ctrl-C ends it with
     KeyboardInterrupt. Returns the cost model's calls and seconds (``TimedCostModel.stats``)
@@ -337,7 +339,6 @@ def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, pop
     which say where the tuning time went besides the model."""
     import tvm.s_tir.meta_schedule as ms
 
-    cost_model = _ms_cost_model(method, seed)
     with ms.Profiler() as profiler, _deferred_interrupt(report) as interrupted:
         load = OtherLoad() if backend.times_on_this_host else None
         callbacks = [_progress_callback(curve, name, report, interrupted, load),
@@ -369,8 +370,9 @@ def coverage_warning(trials: int, per_round: int, n_tasks: int) -> str | None:
     rounds = -(-trials // per_round)
     if rounds >= n_tasks:
         return None
-    return (f"warning: {trials} trials at {per_round} per round measure at most {rounds} of {n_tasks} tasks, "
-            f"so there will be no latency estimate; give --trials {n_tasks * per_round} or more")
+    return (f"warning: {trials} trials at {per_round} per round measure at most {rounds} of {n_tasks} tasks (the "
+            f"others get the schedule the cost model ranks first, unmeasured), so there will be no latency "
+            f"estimate; give --trials {n_tasks * per_round} or more")
 
 
 def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str | Method, trials: int,
@@ -391,8 +393,8 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     from tcl.tasks import extract_tasks
 
     report = report or (lambda line: print(line, file=sys.stderr, flush=True))
-    if trials < 1:
-        raise TclError(f"--trials must be >= 1, got {trials}")
+    if trials < 0:
+        raise TclError(f"--trials must be >= 0 (0: every schedule chosen by the cost model alone), got {trials}")
     prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)
     method = cost_model if isinstance(cost_model, Method) else resolve_method(cost_model, prof.name, online)
     name, definition = network if isinstance(network, tuple) else resolve_network(network, input_shape, seed)
@@ -418,15 +420,16 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     curve = Curve(out_dir / CURVE_FILE, method.label, tasks, previous, best, spent)
     report(f"tuning {name} ({len(tasks)} tasks) on {prof.name} with {method.label}: {remaining} of {trials} "
            f"trials left ({spent} already in {out_dir}), {per_round} per round")
-    warning = coverage_warning(trials, per_round, len(tasks))
+    warning = coverage_warning(trials, per_round, len(tasks)) if trials else None
     if warning:
         report(warning)
     backend = discovery.registry().get("hardware_backends", prof.backend).factory(prof)
     model_stats = phases = None
+    cost_model = _ms_cost_model(method, seed)
     try:
         if remaining:
             model_stats, phases = _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining,
-                                              backend, method, curve, name, report)
+                                              backend, cost_model, curve, name, report)
         tuning_s = curve.seconds() if remaining else curve.time_offset
         curve.save()
         spent_in_model = "" if model_stats is None else (
@@ -435,10 +438,17 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
         report(f"tuned in {tuning_s:.0f}s{spent_in_model}; compiling {name} with the best schedules")
     finally:
         backend.close()
-    check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats)
+    unmeasured = [t for t, b in zip(tasks, curve.best) if not math.isfinite(b)]
+    if unmeasured:
+        report(f"{len(unmeasured)} of {len(tasks)} tasks have no measured schedule: choosing theirs by "
+               f"{method.label}'s predictions alone")
+    start_choice = time.perf_counter()
+    chosen = choose_schedules(unmeasured, target, cost_model, seed=seed, population=population)
+    choose_s = time.perf_counter() - start_choice
+    check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats, chosen=chosen)
     result = {"network": name, "profile": prof.name, "method": method.label, "trials": trials,
               "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
-              "tuning_s": tuning_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
+              "tuning_s": tuning_s, "model_choice_s": choose_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
               "rounds_under_load": sum("other_cores" in point for point in curve.points),
               "cost_model_stats": model_stats, "tuning_phases_s": phases, **check, "curve": curve.as_dict(),
               "out_dir": str(out_dir)}
@@ -458,8 +468,30 @@ def _leaves(obj: Any) -> list[np.ndarray]:
     return [obj.detach().numpy() if hasattr(obj, "detach") else obj.numpy()]
 
 
-def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20) -> dict[str, Any]:
-    """Compile the network with the best records of ``db_dir``, check it against torch on the
+def choose_schedules(tasks: Sequence[Any], target: Any, cost_model: Any, *, seed: int = 0,
+                     population: int = 512) -> dict[str, Any]:
+    """``{task name: scheduled PrimFunc}``: for each task, the candidate MetaSchedule's
+    evolutionary search ranks first by ``cost_model``'s predictions alone, none of them built
+    or measured. The population is capped at :data:`CHOICE_POPULATION`: on a busy 2-core
+    machine a 128-candidate search with the mlp checkpoint took 18 s per resnet-18 task."""
+    import tvm.s_tir.meta_schedule as ms
+
+    chosen = {}
+    population = min(population, CHOICE_POPULATION)
+    for task, ctx in zip(tasks, _tune_contexts(tasks, target, seed, population, eps_greedy=0.0)):
+        ctx.pre_tuning(max_trials=1, num_trials_per_iter=1, design_spaces=ctx.generate_design_space(),
+                       database=ms.database.MemoryDatabase(), cost_model=cost_model)
+        candidates = ctx.generate_measure_candidates()
+        ctx.post_tuning()
+        if candidates:
+            chosen[task.name] = candidates[0].sch.mod["main"]
+    return chosen
+
+
+def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20,
+                      chosen: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Compile the network with the best records of ``db_dir`` (and the schedules in ``chosen``,
+    by function name, for functions without a record), check it against torch on the
     example inputs (raises TclError when they differ) and time both (median of ``repeats``;
     TVM with the profile's threads, torch with whichever of those and one thread is faster)."""
     import torch
@@ -472,7 +504,8 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
 
     mod = prepare_for_tuning(import_network(definition), target)
     start = time.perf_counter()
-    executable, functions = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)))
+    executable, functions = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)),
+                                                   chosen or {})
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
@@ -504,12 +537,14 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
     return {"latency_s": latency, "torch_latency_s": torch_times[torch_threads_best],
             "torch_threads": torch_threads_best, "torch_latency_by_threads_s": torch_times,
             "compile_s": compile_s, "tuned_functions": functions["tuned"],
-            "default_functions": functions["default"], "unscheduled_functions": functions["unscheduled"],
+            "model_chosen_functions": functions["model"], "default_functions": functions["default"], "unscheduled_functions": functions["unscheduled"],
             "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
 
 
-def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, dict[str, Any]]:
-    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, default
+def _compile_with_database(mod: Any, target: Any, database: Any,
+                           chosen: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, the
+    ``chosen`` schedules for functions it did not schedule (``model``), default
     schedules (:mod:`tcl.default_schedule`) for every function it left unscheduled, then TVM's
     lowering, via ``tvm.compile``; also which functions got a tuned schedule (``tuned``), which
     a default one (``default``: name → rule) and which none (``unscheduled``). Not
@@ -536,6 +571,11 @@ def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, d
         mod = T.MetaScheduleApplyDatabase()(mod)
         functions["tuned"] = sorted(gv.name_hint for gv, f in mod.functions.items()
                                     if isinstance(f, tvm.tirx.PrimFunc) and is_scheduled(f))
+        functions["model"] = []
+        for gv, func in list(mod.functions_items()):
+            if gv.name_hint in chosen and isinstance(func, tvm.tirx.PrimFunc) and not is_scheduled(func):
+                mod[gv] = _in_place_of(chosen[gv.name_hint], func)
+                functions["model"].append(gv.name_hint)
         mod, functions["default"] = apply_defaults(mod, target)
         functions["unscheduled"] = sorted(gv.name_hint for gv, f in mod.functions.items()
                                           if isinstance(f, tvm.tirx.PrimFunc) and not is_scheduled(f))
@@ -543,6 +583,13 @@ def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, d
 
     with target, database, tvm.transform.PassContext(opt_level=3):
         return tvm.compile(mod, target=target, relax_pipeline=pipeline), functions
+
+
+def _in_place_of(scheduled: Any, func: Any) -> Any:
+    """``scheduled`` (a task's PrimFunc, named ``main``) under ``func``'s attributes, marked scheduled."""
+    for key, value in func.attrs.items():
+        scheduled = scheduled.with_attr(key, value)
+    return scheduled.with_attr("tirx.is_scheduled", True)
 
 
 def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:

@@ -239,8 +239,8 @@ def test_a_budget_that_cannot_reach_every_task_is_warned_about():
     per_round = default_trials_per_round(16, 8)
     assert per_round == 4
     assert coverage_warning(16, per_round, 8) == (
-        "warning: 16 trials at 4 per round measure at most 4 of 8 tasks, so there will be no latency estimate; "
-        "give --trials 32 or more")
+        "warning: 16 trials at 4 per round measure at most 4 of 8 tasks (the others get the schedule the cost model "
+        "ranks first, unmeasured), so there will be no latency estimate; give --trials 32 or more")
     assert coverage_warning(29, 4, 8) is None  # 8 rounds, the last one partial
     assert coverage_warning(64, default_trials_per_round(64, 8), 8) is None
 
@@ -257,3 +257,16 @@ def test_curve_keeps_the_fastest_repeat_and_marks_rounds_timed_under_load(tmp_pa
     assert second["estimate_s"] == 2 * 1e-3 + 5e-4 and second["other_cores"] == 1.3
     saved = json.loads((tmp_path / "curve.json").read_text())
     assert [("other_cores" in p) for p in saved["points"]] == [False, True]
+
+
+def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net, tmp_path, capsys):
+    from tcl.cli.main import main
+
+    out = tmp_path / "zero"
+    assert main(["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
+                 "--cost-model", "xgb", "--trials", "0", "--population", "16", "--repeats", "2",
+                 "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["measured_trials"] == 0 and not (out / "database_tuning_record.json").read_text().strip()
+    assert len(result["model_chosen_functions"]) == 1 and result["tuned_functions"] == []
+    assert result["unscheduled_functions"] == [] and result["max_rel_error"] < 1e-3

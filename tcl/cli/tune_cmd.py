@@ -100,8 +100,9 @@ def run_tune(args: argparse.Namespace) -> int:
 
 def functions_line(result: dict[str, Any]) -> str:
     """How many of the compiled network's functions got a tuned schedule, a default one, none."""
-    return (f"functions: {len(result['tuned_functions'])} tuned, {len(result['default_functions'])} default "
-            f"schedule, {len(result['unscheduled_functions'])} unscheduled")
+    return (f"functions: {len(result['tuned_functions'])} tuned, {len(result['model_chosen_functions'])} chosen by "
+            f"the model unmeasured, {len(result['default_functions'])} default schedule, "
+            f"{len(result['unscheduled_functions'])} unscheduled")
 
 
 def _warn_load(rounds_under_load: dict[str, int]) -> None:
