@@ -379,7 +379,8 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
                  out_dir: str | Path, online: bool = False, seed: int = 0, *,
                  input_shape: Sequence[int] | None = None, trials_per_round: int | None = None,
                  population: int = 512, repeats: int = 20, profiles_dir: Sequence[str] = (),
-                 report: Callable[[str], None] | None = None, plot: bool = True) -> dict[str, Any]:
+                 report: Callable[[str], None] | None = None, plot: bool = True,
+                 export: str | Path | None = None) -> dict[str, Any]:
     """Tune ``network`` for ``trials`` measured candidates in total (records already in
     ``out_dir`` count), compile, check against torch, time; return the JSON-able result
     (also written to ``out_dir/tune_result.json``). ``population`` is the evolutionary
@@ -393,6 +394,7 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     from tcl.tasks import extract_tasks
 
     report = report or (lambda line: print(line, file=sys.stderr, flush=True))
+    export = None if export is None else check_export_path(export)
     if trials < 0:
         raise TclError(f"--trials must be >= 0 (0: every schedule chosen by the cost model alone), got {trials}")
     prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)
@@ -445,7 +447,8 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     start_choice = time.perf_counter()
     chosen = choose_schedules(unmeasured, target, cost_model, seed=seed, population=population)
     choose_s = time.perf_counter() - start_choice
-    check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats, chosen=chosen)
+    check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats, chosen=chosen,
+                              export=export)
     result = {"network": name, "profile": prof.name, "method": method.label, "trials": trials,
               "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
               "tuning_s": tuning_s, "model_choice_s": choose_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
@@ -489,11 +492,12 @@ def choose_schedules(tasks: Sequence[Any], target: Any, cost_model: Any, *, seed
 
 
 def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20,
-                      chosen: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                      chosen: Mapping[str, Any] | None = None, export: Path | None = None) -> dict[str, Any]:
     """Compile the network with the best records of ``db_dir`` (and the schedules in ``chosen``,
     by function name, for functions without a record), check it against torch on the
     example inputs (raises TclError when they differ) and time both (median of ``repeats``;
-    TVM with the profile's threads, torch with whichever of those and one thread is faster)."""
+    TVM with the profile's threads, torch with whichever of those and one thread is faster).
+    With ``export``, the compiled library is written there once its output has matched torch."""
     import torch
     import tvm
     import tvm.s_tir.meta_schedule as ms
@@ -532,12 +536,15 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
             raise TclError(f"the tuned network's output differs from torch (shape {g.shape} vs {w.shape}, "
                            f"max abs error {err:.3g}, largest |torch| {scale:.3g})")
         worst = max(worst, float(np.abs(g - w).max()) / scale if w.size else 0.0)
+    if export is not None:
+        export_library(executable, export)
     timer = vm.time_evaluator("main", dev, number=5, repeat=repeats, min_repeat_ms=0)
     latency = float(np.median(timer(*inputs).results))
     return {"latency_s": latency, "torch_latency_s": torch_times[torch_threads_best],
             "torch_threads": torch_threads_best, "torch_latency_by_threads_s": torch_times,
             "compile_s": compile_s, "tuned_functions": functions["tuned"],
             "model_chosen_functions": functions["model"], "default_functions": functions["default"], "unscheduled_functions": functions["unscheduled"],
+            "exported": None if export is None else str(export),
             "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
 
 
@@ -583,6 +590,25 @@ def _compile_with_database(mod: Any, target: Any, database: Any,
 
     with target, database, tvm.transform.PassContext(opt_level=3):
         return tvm.compile(mod, target=target, relax_pipeline=pipeline), functions
+
+
+def export_library(executable: Any, path: Path) -> None:
+    """The compiled network as a shared library that TVM's runtime loads (``tvm.runtime.load_module``
+    then ``relax.VirtualMachine``), written whole or not at all."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    executable.export_library(str(tmp))
+    tmp.replace(path)
+
+
+def check_export_path(path: Path) -> Path:
+    """Refuse, before any work, a library path TVM could not write: it needs a ``.so`` name in an existing folder."""
+    path = Path(path)
+    if path.suffix != ".so":
+        raise TclError(f"--export {path}: the library's name must end in .so")
+    if not path.parent.is_dir():
+        raise TclError(f"--export {path}: no such folder {path.parent}")
+    return path
 
 
 def _in_place_of(scheduled: Any, func: Any) -> Any:

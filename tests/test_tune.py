@@ -270,3 +270,50 @@ def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net
     assert result["measured_trials"] == 0 and not (out / "database_tuning_record.json").read_text().strip()
     assert len(result["model_chosen_functions"]) == 1 and result["tuned_functions"] == []
     assert result["unscheduled_functions"] == [] and result["max_rel_error"] < 1e-3
+
+
+LOAD_EXPORTED = '''
+import sys
+
+import numpy as np
+import torch
+import tvm
+from tvm import relax
+
+from tcl.tune import resolve_network
+
+path, network = sys.argv[1], sys.argv[2]
+_, definition = resolve_network(network, (4, 64))  # the same weights and input as the tuning run
+vm = relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
+got = vm["main"](*[tvm.runtime.tensor(x.numpy()) for x in definition.example_inputs])[0].numpy()  # a tuple of outputs
+with torch.no_grad():
+    want = definition.module(*definition.example_inputs).numpy()
+np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+print("matches torch", got.shape)
+'''
+
+
+def test_export_writes_a_library_that_tvms_runtime_runs_in_a_fresh_process(tiny_net, tmp_path, capsys):
+    from tcl.cli.main import main
+
+    library = tmp_path / "tiny.so"
+    assert main(["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
+                 "--cost-model", "xgb", "--trials", "0", "--population", "16", "--repeats", "2",
+                 "--out", str(tmp_path / "run"), "--export", str(library)]) == 0
+    assert f"compiled library {library}" in capsys.readouterr().out
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".so"] == ["tiny.so"]  # no temporary left
+    script = tmp_path / "load.py"
+    script.write_text(LOAD_EXPORTED)
+    proc = subprocess.run([sys.executable, str(script), str(library), f"{tiny_net}:TinyMLP"], capture_output=True,
+                          text=True, env=tcl_env(), timeout=300)
+    assert proc.returncode == 0 and "matches torch (4, 32)" in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("name, message", [("lib.tar", "must end in .so"), ("missing/lib.so", "no such folder")])
+def test_a_bad_export_path_is_refused_before_tuning(name, message, tiny_net, tmp_path, capsys):
+    from tcl.cli.main import main
+
+    assert main(["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
+                 "--cost-model", "xgb", "--trials", "0", "--out", str(tmp_path / "run"),
+                 "--export", str(tmp_path / name)]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "run").exists()
