@@ -37,6 +37,7 @@ import numpy as np
 
 from tcl.errors import TclError
 from tcl.machine_load import BUSY_CORES, OtherLoad
+from tcl.tvm_log import quiet_tvm_warnings
 
 TVM_MODELS = ("xgb", "random")
 CURVE_FILE = "tune_curve.json"
@@ -344,7 +345,9 @@ def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, pop
         callbacks = [_progress_callback(curve, name, report, interrupted, load),
                      *ms.measure_callback.MeasureCallback.create("default")]
         try:
-            ms.tune_tasks(tasks=_tune_contexts(tasks, target, seed, population),
+            with quiet_tvm_warnings():
+                contexts = _tune_contexts(tasks, target, seed, population)
+            ms.tune_tasks(tasks=contexts,
                           task_weights=[float(t.weight) for t in tasks], work_dir=str(out_dir),
                           max_trials_global=remaining, num_trials_per_iter=per_round, builder=backend.builder(),
                           runner=backend.runner(), database=ms.database.JSONDatabase(work_dir=str(out_dir)),
@@ -409,7 +412,8 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
 
     target = prof.tvm_target()
     started = time.perf_counter()
-    tasks = extract_tasks(definition, target)
+    with quiet_tvm_warnings():
+        tasks = extract_tasks(definition, target)
     if not tasks:
         raise TclError(f"network {name}: no tunable task (no operator with a reduction)")
     from tcl.pools import make_task
@@ -445,7 +449,8 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
         report(f"{len(unmeasured)} of {len(tasks)} tasks have no measured schedule: choosing theirs by "
                f"{method.label}'s predictions alone")
     start_choice = time.perf_counter()
-    chosen = choose_schedules(unmeasured, target, cost_model, seed=seed, population=population)
+    with quiet_tvm_warnings():
+        chosen = choose_schedules(unmeasured, target, cost_model, seed=seed, population=population)
     choose_s = time.perf_counter() - start_choice
     check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats, chosen=chosen,
                               export=export)
@@ -506,10 +511,11 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
     from tcl.tasks import import_network, prepare_for_tuning
     from tcl.training import torch_threads
 
-    mod = prepare_for_tuning(import_network(definition), target)
     start = time.perf_counter()
-    executable, functions = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)),
-                                                   chosen or {})
+    with quiet_tvm_warnings():
+        mod = prepare_for_tuning(import_network(definition), target)
+        executable, functions = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)),
+                                                       chosen or {})
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
