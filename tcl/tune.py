@@ -487,10 +487,13 @@ def choose_schedules(tasks: Sequence[Any], target: Any, cost_model: Any, *, seed
     chosen = {}
     population = min(population, CHOICE_POPULATION)
     for task, ctx in zip(tasks, _tune_contexts(tasks, target, seed, population, eps_greedy=0.0)):
-        ctx.pre_tuning(max_trials=1, num_trials_per_iter=1, design_spaces=ctx.generate_design_space(),
-                       database=ms.database.MemoryDatabase(), cost_model=cost_model)
-        candidates = ctx.generate_measure_candidates()
-        ctx.post_tuning()
+        try:
+            ctx.pre_tuning(max_trials=1, num_trials_per_iter=1, design_spaces=ctx.generate_design_space(),
+                           database=ms.database.MemoryDatabase(), cost_model=cost_model)
+            candidates = ctx.generate_measure_candidates()
+            ctx.post_tuning()
+        except (RuntimeError, ValueError):  # TVM found no valid candidate for this task: it gets a default schedule
+            candidates = None
         if candidates:
             chosen[task.name] = candidates[0].sch.mod["main"]
     return chosen
