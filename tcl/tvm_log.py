@@ -4,7 +4,8 @@ TVM's C++ logs straight to file descriptor 2, out of reach of Python's ``warning
 ``logging``. Two of its warnings come with every run and are not about the user's network:
 ``take``'s "Fast mode segfaults when there are out-of-bounds indices" (every embedding
 lookup, when TVM lowers it) and "Unknown schedule rule meta_schedule.pool_max" (CPU targets
-have no such rule; MetaSchedule falls back to its default rules). :func:`quiet_tvm_warnings`
+have no such rule; MetaSchedule falls back to its default rules); exporting a library adds
+a "Scope Saving:" line per function. :func:`quiet_tvm_warnings`
 sends descriptor 2 to a temporary file while TVM works and copies back every other line.
 """
 
@@ -17,7 +18,8 @@ import tempfile
 from typing import Iterator
 
 NOISE = ("Fast mode segfaults when there are out-of-bounds indices",
-         'Unknown schedule rule "meta_schedule.pool_max"')
+         'Unknown schedule rule "meta_schedule.pool_max"',
+         "Warning: Scope Saving:")
 
 
 def without_noise(text: str) -> str:

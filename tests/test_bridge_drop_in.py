@@ -13,6 +13,7 @@ SHIPPED_MLP = Path(__file__).resolve().parents[1] / "plugins" / "pretrained" / "
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 
 
+@pytest.mark.slow  # MetaSchedule's own tune_tir starts its worker pools: minutes on a busy 2-core machine
 def test_plain_tune_tir_tunes_with_a_shipped_checkpoint(tmp_path):
     import tvm
     import tvm.s_tir.meta_schedule as ms
