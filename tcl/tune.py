@@ -441,22 +441,32 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
         spent_in_model = "" if model_stats is None else (
             f" ({_model_seconds(model_stats):.0f}s of it in the cost model: {model_stats['predicted']} predictions, "
             f"{model_stats['updates']} updates)")
-        report(f"tuned in {tuning_s:.0f}s{spent_in_model}; compiling {name} with the best schedules")
+        report(f"tuned in {tuning_s:.0f}s{spent_in_model}")
+        unmeasured = [t for t, b in zip(tasks, curve.best) if not math.isfinite(b)]
+        if unmeasured:
+            report(f"{len(unmeasured)} of {len(tasks)} tasks have no measured schedule: choosing theirs by "
+                   f"{method.label}'s predictions alone")
+        start_choice = time.perf_counter()
+        with quiet_tvm_warnings():
+            chosen = choose_schedules(unmeasured, target, cost_model, seed=seed, population=population)
+        choose_s = time.perf_counter() - start_choice
+        picks = checks = None
+        if trials:
+            report("timing each task's default schedule and the model's unmeasured picks once, against the tuned "
+                   "records")
+            with quiet_tvm_warnings():
+                picks, checks = pick_fastest(tasks, curve.best, chosen, target, backend)
+            chosen = {k: v for k, v in chosen.items() if picks[k] == "model"}
+        report(f"compiling {name}")
     finally:
         backend.close()
-    unmeasured = [t for t, b in zip(tasks, curve.best) if not math.isfinite(b)]
-    if unmeasured:
-        report(f"{len(unmeasured)} of {len(tasks)} tasks have no measured schedule: choosing theirs by "
-               f"{method.label}'s predictions alone")
-    start_choice = time.perf_counter()
-    with quiet_tvm_warnings():
-        chosen = choose_schedules(unmeasured, target, cost_model, seed=seed, population=population)
-    choose_s = time.perf_counter() - start_choice
+    use_default = {k for k, v in (picks or {}).items() if v == "default"}
     check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats, chosen=chosen,
-                              export=export)
+                              use_default=use_default, export=export)
     result = {"network": name, "profile": prof.name, "method": method.label, "trials": trials,
               "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
-              "tuning_s": tuning_s, "model_choice_s": choose_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
+              "tuning_s": tuning_s, "model_choice_s": choose_s,
+              "schedule_checks_s": checks, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
               "rounds_under_load": sum("other_cores" in point for point in curve.points),
               "cost_model_stats": model_stats, "tuning_phases_s": phases, **check, "curve": curve.as_dict(),
               "out_dir": str(out_dir)}
@@ -499,10 +509,39 @@ def choose_schedules(tasks: Sequence[Any], target: Any, cost_model: Any, *, seed
     return chosen
 
 
+def pick_fastest(tasks: Sequence[Any], best: Sequence[float], chosen: Mapping[str, Any], target: Any,
+                 backend: Any) -> tuple[dict[str, str], dict[str, dict[str, float | None]]]:
+    """Per task, whichever runs fastest of its best tuned record (``best``, seconds), its
+    default schedule and the model's unmeasured pick (``chosen``), the latter two built and
+    timed once here: ``({task name: "tuned" | "default" | "model"}, {task name: seconds of each})``.
+    A few random samples of a large design space (what a small budget measures, or an
+    untrained XGB picks) can be slower than the default schedule."""
+    import tvm
+
+    from tcl.default_schedule import apply_defaults
+    from tcl.measure import measure_with
+
+    builder, runner = backend.builder(), backend.runner()
+    picks, seconds = {}, {}
+    for task, tuned in zip(tasks, best):
+        candidates = {"default": apply_defaults(tvm.IRModule({"main": task.mod["main"]}), target)[0]}
+        if task.name in chosen:
+            candidates["model"] = tvm.IRModule({"main": chosen[task.name]})
+        options = {"tuned": tuned}
+        for label, result in zip(candidates, measure_with(builder, runner, target, task.mod, list(candidates.values()))):
+            options[label] = min(result.run_secs) if result.ok else math.inf
+        fastest = min(options, key=options.get)
+        picks[task.name] = fastest if math.isfinite(options[fastest]) else ("model" if task.name in chosen else "default")
+        seconds[task.name] = {label: _finite(value) for label, value in options.items()}
+    return picks, seconds
+
+
 def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20,
-                      chosen: Mapping[str, Any] | None = None, export: Path | None = None) -> dict[str, Any]:
+                      chosen: Mapping[str, Any] | None = None, use_default: set[str] | frozenset[str] = frozenset(),
+                      export: Path | None = None) -> dict[str, Any]:
     """Compile the network with the best records of ``db_dir`` (and the schedules in ``chosen``,
-    by function name, for functions without a record), check it against torch on the
+    by function name, for functions without a record; default schedules for the functions
+    named in ``use_default`` even where a record exists), check it against torch on the
     example inputs (raises TclError when they differ) and time both (median of ``repeats``;
     TVM with the profile's threads, torch with whichever of those and one thread is faster).
     With ``export``, the compiled library is written there once its output has matched torch."""
@@ -518,7 +557,7 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
     with quiet_tvm_warnings():
         mod = prepare_for_tuning(import_network(definition), target)
         executable, functions = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)),
-                                                       chosen or {})
+                                                       chosen or {}, use_default)
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
@@ -546,7 +585,8 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
                            f"max abs error {err:.3g}, largest |torch| {scale:.3g})")
         worst = max(worst, float(np.abs(g - w).max()) / scale if w.size else 0.0)
     if export is not None:
-        export_library(executable, export)
+        with quiet_tvm_warnings():
+            export_library(executable, export)
     timer = vm.time_evaluator("main", dev, number=5, repeat=repeats, min_repeat_ms=0)
     latency = float(np.median(timer(*inputs).results))
     return {"latency_s": latency, "torch_latency_s": torch_times[torch_threads_best],
@@ -557,8 +597,8 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
             "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
 
 
-def _compile_with_database(mod: Any, target: Any, database: Any,
-                           chosen: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _compile_with_database(mod: Any, target: Any, database: Any, chosen: Mapping[str, Any],
+                           use_default: set[str] | frozenset[str] = frozenset()) -> tuple[Any, dict[str, Any]]:
     """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, the
     ``chosen`` schedules for functions it did not schedule (``model``), default
     schedules (:mod:`tcl.default_schedule`) for every function it left unscheduled, then TVM's
@@ -584,7 +624,11 @@ def _compile_with_database(mod: Any, target: Any, database: Any,
 
     @tvm.transform.module_pass(opt_level=3)
     def pipeline(mod: Any, _ctx: Any) -> Any:
+        unscheduled = {gv.name_hint: f for gv, f in mod.functions.items() if gv.name_hint in use_default}
         mod = T.MetaScheduleApplyDatabase()(mod)
+        for gv in list(mod.get_global_vars()):
+            if gv.name_hint in unscheduled:
+                mod[gv] = unscheduled[gv.name_hint]
         functions["tuned"] = sorted(gv.name_hint for gv, f in mod.functions.items()
                                     if isinstance(f, tvm.tirx.PrimFunc) and is_scheduled(f))
         functions["model"] = []
