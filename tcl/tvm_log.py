@@ -7,6 +7,8 @@ lookup, when TVM lowers it) and "Unknown schedule rule meta_schedule.pool_max" (
 have no such rule; MetaSchedule falls back to its default rules); exporting a library adds
 a "Scope Saving:" line per function. :func:`quiet_tvm_warnings`
 sends descriptor 2 to a temporary file while TVM works and copies back every other line.
+It is not used around MetaSchedule's tuning loop, whose progress lines must reach the
+terminal as they come, so a network with max pooling still shows the pool_max line once there.
 """
 
 from __future__ import annotations
