@@ -20,6 +20,7 @@ the current weights (a checkpoint's knowledge is kept, not retrained from scratc
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -150,6 +151,24 @@ class BridgeCostModel(PyCostModel):
 
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
         return self.state.predict(context, candidates)
+
+
+def load_cost_model(checkpoint: str | Path, *, profile: str | None = None, online: bool = False,
+                    seed: int = 0, threads: int = 1) -> BridgeCostModel:
+    """One of our checkpoints as an ``ms.cost_model.PyCostModel`` that plain ``ms.tune_tir`` and
+    ``ms.relax_integration.tune_relax`` take as ``cost_model=``: a checkpoint directory (as
+    ``tcl train`` writes it), or a model name (``mlp``, ``tlp``, ``mamba``) with ``profile`` for
+    the pretrained checkpoint shipped for that profile."""
+    from tcl.evaluation import load_checkpoint
+    from tcl.tune import pretrained_dir
+
+    path = Path(checkpoint)
+    if not path.is_dir() and profile is not None:
+        path = pretrained_dir(profile, str(checkpoint)) or path
+    if not (path / "config.json").is_file():
+        where = f" or a model with a pretrained checkpoint for {profile}" if profile else ""
+        raise TclError(f"cost model {str(checkpoint)!r}: not a checkpoint directory (no config.json){where}")
+    return BridgeCostModel(load_checkpoint(path, verbose=False, threads=threads), online=online, seed=seed)
 
 
 @derived_object

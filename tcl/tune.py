@@ -37,11 +37,13 @@ import numpy as np
 
 from tcl.errors import TclError
 from tcl.machine_load import BUSY_CORES, OtherLoad
+from tcl.tvm_log import quiet_tvm_warnings
 
 TVM_MODELS = ("xgb", "random")
 CURVE_FILE = "tune_curve.json"
 RESULT_FILE = "tune_result.json"
 PLOT_FILE = "tune_curve.png"
+CHOICE_POPULATION = 64
 
 
 # ---- what to tune and with what ------------------------------------------------------------
@@ -312,7 +314,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         raise TclError(f"{path}: unreadable ({exc})") from None
 
 
-def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int) -> list[Any]:
+def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int,
+                   eps_greedy: float = 0.05) -> list[Any]:
     import tvm.s_tir.meta_schedule as ms
     from tvm.s_tir.meta_schedule.utils import fork_seed
 
@@ -320,7 +323,7 @@ def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int
 
     ensure_tensor_intrinsics(target)
     def search() -> Any:
-        return ms.search_strategy.EvolutionarySearch(population_size=population,
+        return ms.search_strategy.EvolutionarySearch(population_size=population, eps_greedy=eps_greedy,
                                                      init_min_unmeasured=min(50, population))
 
     return [ms.TuneContext(mod=t.mod, target=target, space_generator="post-order-apply", search_strategy=search(),
@@ -329,7 +332,7 @@ def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int
 
 
 def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, population: int, per_round: int,
-                remaining: int, backend: Any, method: Method, curve: Curve, name: str,
+                remaining: int, backend: Any, cost_model: Any, curve: Curve, name: str,
                 report: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, float]]:
     """MetaSchedule's gradient task scheduler over ``tasks``; Ctrl-C ends it with
     KeyboardInterrupt. Returns the cost model's calls and seconds (``TimedCostModel.stats``)
@@ -337,13 +340,14 @@ def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, pop
     which say where the tuning time went besides the model."""
     import tvm.s_tir.meta_schedule as ms
 
-    cost_model = _ms_cost_model(method, seed)
     with ms.Profiler() as profiler, _deferred_interrupt(report) as interrupted:
         load = OtherLoad() if backend.times_on_this_host else None
         callbacks = [_progress_callback(curve, name, report, interrupted, load),
                      *ms.measure_callback.MeasureCallback.create("default")]
         try:
-            ms.tune_tasks(tasks=_tune_contexts(tasks, target, seed, population),
+            with quiet_tvm_warnings():
+                contexts = _tune_contexts(tasks, target, seed, population)
+            ms.tune_tasks(tasks=contexts,
                           task_weights=[float(t.weight) for t in tasks], work_dir=str(out_dir),
                           max_trials_global=remaining, num_trials_per_iter=per_round, builder=backend.builder(),
                           runner=backend.runner(), database=ms.database.JSONDatabase(work_dir=str(out_dir)),
@@ -369,15 +373,17 @@ def coverage_warning(trials: int, per_round: int, n_tasks: int) -> str | None:
     rounds = -(-trials // per_round)
     if rounds >= n_tasks:
         return None
-    return (f"warning: {trials} trials at {per_round} per round measure at most {rounds} of {n_tasks} tasks, "
-            f"so there will be no latency estimate; give --trials {n_tasks * per_round} or more")
+    return (f"warning: {trials} trials at {per_round} per round measure at most {rounds} of {n_tasks} tasks (the "
+            f"others get the schedule the cost model ranks first, unmeasured), so there will be no latency "
+            f"estimate; give --trials {n_tasks * per_round} or more")
 
 
 def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str | Method, trials: int,
                  out_dir: str | Path, online: bool = False, seed: int = 0, *,
                  input_shape: Sequence[int] | None = None, trials_per_round: int | None = None,
                  population: int = 512, repeats: int = 20, profiles_dir: Sequence[str] = (),
-                 report: Callable[[str], None] | None = None, plot: bool = True) -> dict[str, Any]:
+                 report: Callable[[str], None] | None = None, plot: bool = True,
+                 export: str | Path | None = None) -> dict[str, Any]:
     """Tune ``network`` for ``trials`` measured candidates in total (records already in
     ``out_dir`` count), compile, check against torch, time; return the JSON-able result
     (also written to ``out_dir/tune_result.json``). ``population`` is the evolutionary
@@ -391,8 +397,9 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     from tcl.tasks import extract_tasks
 
     report = report or (lambda line: print(line, file=sys.stderr, flush=True))
-    if trials < 1:
-        raise TclError(f"--trials must be >= 1, got {trials}")
+    export = None if export is None else check_export_path(export)
+    if trials < 0:
+        raise TclError(f"--trials must be >= 0 (0: every schedule chosen by the cost model alone), got {trials}")
     prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)
     method = cost_model if isinstance(cost_model, Method) else resolve_method(cost_model, prof.name, online)
     name, definition = network if isinstance(network, tuple) else resolve_network(network, input_shape, seed)
@@ -405,7 +412,8 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
 
     target = prof.tvm_target()
     started = time.perf_counter()
-    tasks = extract_tasks(definition, target)
+    with quiet_tvm_warnings():
+        tasks = extract_tasks(definition, target)
     if not tasks:
         raise TclError(f"network {name}: no tunable task (no operator with a reduction)")
     from tcl.pools import make_task
@@ -418,27 +426,47 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     curve = Curve(out_dir / CURVE_FILE, method.label, tasks, previous, best, spent)
     report(f"tuning {name} ({len(tasks)} tasks) on {prof.name} with {method.label}: {remaining} of {trials} "
            f"trials left ({spent} already in {out_dir}), {per_round} per round")
-    warning = coverage_warning(trials, per_round, len(tasks))
+    warning = coverage_warning(trials, per_round, len(tasks)) if trials else None
     if warning:
         report(warning)
     backend = discovery.registry().get("hardware_backends", prof.backend).factory(prof)
     model_stats = phases = None
+    cost_model = _ms_cost_model(method, seed)
     try:
         if remaining:
             model_stats, phases = _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining,
-                                              backend, method, curve, name, report)
+                                              backend, cost_model, curve, name, report)
         tuning_s = curve.seconds() if remaining else curve.time_offset
         curve.save()
         spent_in_model = "" if model_stats is None else (
             f" ({_model_seconds(model_stats):.0f}s of it in the cost model: {model_stats['predicted']} predictions, "
             f"{model_stats['updates']} updates)")
-        report(f"tuned in {tuning_s:.0f}s{spent_in_model}; compiling {name} with the best schedules")
+        report(f"tuned in {tuning_s:.0f}s{spent_in_model}")
+        unmeasured = [t for t, b in zip(tasks, curve.best) if not math.isfinite(b)]
+        if unmeasured:
+            report(f"{len(unmeasured)} of {len(tasks)} tasks have no measured schedule: choosing theirs by "
+                   f"{method.label}'s predictions alone")
+        start_choice = time.perf_counter()
+        with quiet_tvm_warnings():
+            chosen = choose_schedules(unmeasured, target, cost_model, seed=seed, population=population)
+        choose_s = time.perf_counter() - start_choice
+        picks = checks = None
+        if trials:
+            report("timing each task's default schedule and the model's unmeasured picks once, against the tuned "
+                   "records")
+            with quiet_tvm_warnings():
+                picks, checks = pick_fastest(tasks, curve.best, chosen, target, backend)
+            chosen = {k: v for k, v in chosen.items() if picks[k] == "model"}
+        report(f"compiling {name}")
     finally:
         backend.close()
-    check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats)
+    use_default = {k for k, v in (picks or {}).items() if v == "default"}
+    check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats, chosen=chosen,
+                              use_default=use_default, export=export)
     result = {"network": name, "profile": prof.name, "method": method.label, "trials": trials,
               "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
-              "tuning_s": tuning_s, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
+              "tuning_s": tuning_s, "model_choice_s": choose_s,
+              "schedule_checks_s": checks, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
               "rounds_under_load": sum("other_cores" in point for point in curve.points),
               "cost_model_stats": model_stats, "tuning_phases_s": phases, **check, "curve": curve.as_dict(),
               "out_dir": str(out_dir)}
@@ -458,10 +486,65 @@ def _leaves(obj: Any) -> list[np.ndarray]:
     return [obj.detach().numpy() if hasattr(obj, "detach") else obj.numpy()]
 
 
-def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20) -> dict[str, Any]:
-    """Compile the network with the best records of ``db_dir``, check it against torch on the
+def choose_schedules(tasks: Sequence[Any], target: Any, cost_model: Any, *, seed: int = 0,
+                     population: int = 512) -> dict[str, Any]:
+    """``{task name: scheduled PrimFunc}``: for each task, the candidate MetaSchedule's
+    evolutionary search ranks first by ``cost_model``'s predictions alone, none of them built
+    or measured. The population is capped at :data:`CHOICE_POPULATION`: on a busy 2-core
+    machine a 128-candidate search with the mlp checkpoint took 18 s per resnet-18 task."""
+    import tvm.s_tir.meta_schedule as ms
+
+    chosen = {}
+    population = min(population, CHOICE_POPULATION)
+    for task, ctx in zip(tasks, _tune_contexts(tasks, target, seed, population, eps_greedy=0.0)):
+        try:
+            ctx.pre_tuning(max_trials=1, num_trials_per_iter=1, design_spaces=ctx.generate_design_space(),
+                           database=ms.database.MemoryDatabase(), cost_model=cost_model)
+            candidates = ctx.generate_measure_candidates()
+            ctx.post_tuning()
+        except (RuntimeError, ValueError):  # TVM found no valid candidate for this task: it gets a default schedule
+            candidates = None
+        if candidates:
+            chosen[task.name] = candidates[0].sch.mod["main"]
+    return chosen
+
+
+def pick_fastest(tasks: Sequence[Any], best: Sequence[float], chosen: Mapping[str, Any], target: Any,
+                 backend: Any) -> tuple[dict[str, str], dict[str, dict[str, float | None]]]:
+    """Per task, whichever runs fastest of its best tuned record (``best``, seconds), its
+    default schedule and the model's unmeasured pick (``chosen``), the latter two built and
+    timed once here: ``({task name: "tuned" | "default" | "model"}, {task name: seconds of each})``.
+    A few random samples of a large design space (what a small budget measures, or an
+    untrained XGB picks) can be slower than the default schedule."""
+    import tvm
+
+    from tcl.default_schedule import apply_defaults
+    from tcl.measure import measure_with
+
+    builder, runner = backend.builder(), backend.runner()
+    picks, seconds = {}, {}
+    for task, tuned in zip(tasks, best):
+        candidates = {"default": apply_defaults(tvm.IRModule({"main": task.mod["main"]}), target)[0]}
+        if task.name in chosen:
+            candidates["model"] = tvm.IRModule({"main": chosen[task.name]})
+        options = {"tuned": tuned}
+        for label, result in zip(candidates, measure_with(builder, runner, target, task.mod, list(candidates.values()))):
+            options[label] = min(result.run_secs) if result.ok else math.inf
+        fastest = min(options, key=options.get)
+        picks[task.name] = fastest if math.isfinite(options[fastest]) else ("model" if task.name in chosen else "default")
+        seconds[task.name] = {label: _finite(value) for label, value in options.items()}
+    return picks, seconds
+
+
+def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20,
+                      chosen: Mapping[str, Any] | None = None, use_default: set[str] | frozenset[str] = frozenset(),
+                      export: Path | None = None) -> dict[str, Any]:
+    """Compile the network with the best records of ``db_dir`` (and the schedules in ``chosen``,
+    by function name, for functions without a record; default schedules for the functions
+    named in ``use_default`` even where a record exists), check it against torch on the
     example inputs (raises TclError when they differ) and time both (median of ``repeats``;
-    TVM with the profile's threads, torch with whichever of those and one thread is faster)."""
+    TVM with the profile's threads, torch with whichever of those and one thread is faster).
+    With ``export``, the compiled library is written there once its output has matched torch."""
     import torch
     import tvm
     import tvm.s_tir.meta_schedule as ms
@@ -470,9 +553,11 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
     from tcl.tasks import import_network, prepare_for_tuning
     from tcl.training import torch_threads
 
-    mod = prepare_for_tuning(import_network(definition), target)
     start = time.perf_counter()
-    executable, tuned = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)))
+    with quiet_tvm_warnings():
+        mod = prepare_for_tuning(import_network(definition), target)
+        executable, functions = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)),
+                                                       chosen or {}, use_default)
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
@@ -499,22 +584,34 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
             raise TclError(f"the tuned network's output differs from torch (shape {g.shape} vs {w.shape}, "
                            f"max abs error {err:.3g}, largest |torch| {scale:.3g})")
         worst = max(worst, float(np.abs(g - w).max()) / scale if w.size else 0.0)
+    if export is not None:
+        with quiet_tvm_warnings():
+            export_library(executable, export)
     timer = vm.time_evaluator("main", dev, number=5, repeat=repeats, min_repeat_ms=0)
     latency = float(np.median(timer(*inputs).results))
     return {"latency_s": latency, "torch_latency_s": torch_times[torch_threads_best],
             "torch_threads": torch_threads_best, "torch_latency_by_threads_s": torch_times,
-            "compile_s": compile_s, "tuned_functions": tuned,
+            "compile_s": compile_s, "tuned_functions": functions["tuned"],
+            "model_chosen_functions": functions["model"], "default_functions": functions["default"], "unscheduled_functions": functions["unscheduled"],
+            "exported": None if export is None else str(export),
             "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
 
 
-def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, list[str]]:
-    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, then TVM's
-    lowering, via ``tvm.compile``; also the names of the functions given a tuned schedule. Not ``ms.relax_integration.compile_relax``: it runs
+def _compile_with_database(mod: Any, target: Any, database: Any, chosen: Mapping[str, Any],
+                           use_default: set[str] | frozenset[str] = frozenset()) -> tuple[Any, dict[str, Any]]:
+    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, the
+    ``chosen`` schedules for functions it did not schedule (``model``), default
+    schedules (:mod:`tcl.default_schedule`) for every function it left unscheduled, then TVM's
+    lowering, via ``tvm.compile``; also which functions got a tuned schedule (``tuned``), which
+    a default one (``default``: name → rule) and which none (``unscheduled``). Not
+    ``ms.relax_integration.compile_relax``: it runs
     LegalizeOps/FuseOps/FuseTIR again, which on our already fused module re-fuses the
     functions (measured on bert-tiny: none of the 8 tuned matmul/norm tasks was then found
     in the database, and the network ran ~50x slower than the sum of its tuned kernels)."""
     import tvm
     from tvm import relax
+
+    from tcl.default_schedule import apply_defaults, is_scheduled
 
     T = relax.transform
     # after applying the database: what compile_relax runs after fusion on CPU targets (TVM 0.27 has no CPU entry in
@@ -523,17 +620,55 @@ def _compile_with_database(mod: Any, target: Any, database: Any) -> tuple[Any, l
               T.CallTIRRewrite(), T.StaticPlanBlockMemory(), T.LowerAllocTensor(), T.KillAfterLastUse(),
               T.LowerRuntimeBuiltin(), T.ComputePrimValue(), T.VMShapeLower(), T.AttachGlobalSymbol()]
 
-    applied = []
+    functions: dict[str, Any] = {}
 
     @tvm.transform.module_pass(opt_level=3)
     def pipeline(mod: Any, _ctx: Any) -> Any:
+        unscheduled = {gv.name_hint: f for gv, f in mod.functions.items() if gv.name_hint in use_default}
         mod = T.MetaScheduleApplyDatabase()(mod)
-        applied.extend(gv.name_hint for gv, f in mod.functions.items()
-                       if isinstance(f, tvm.tirx.PrimFunc) and f.attrs and f.attrs.get("tirx.is_scheduled", False))
+        for gv in list(mod.get_global_vars()):
+            if gv.name_hint in unscheduled:
+                mod[gv] = unscheduled[gv.name_hint]
+        functions["tuned"] = sorted(gv.name_hint for gv, f in mod.functions.items()
+                                    if isinstance(f, tvm.tirx.PrimFunc) and is_scheduled(f))
+        functions["model"] = []
+        for gv, func in list(mod.functions_items()):
+            if gv.name_hint in chosen and isinstance(func, tvm.tirx.PrimFunc) and not is_scheduled(func):
+                mod[gv] = _in_place_of(chosen[gv.name_hint], func)
+                functions["model"].append(gv.name_hint)
+        mod, functions["default"] = apply_defaults(mod, target)
+        functions["unscheduled"] = sorted(gv.name_hint for gv, f in mod.functions.items()
+                                          if isinstance(f, tvm.tirx.PrimFunc) and not is_scheduled(f))
         return tvm.transform.Sequential(passes)(mod)
 
     with target, database, tvm.transform.PassContext(opt_level=3):
-        return tvm.compile(mod, target=target, relax_pipeline=pipeline), sorted(applied)
+        return tvm.compile(mod, target=target, relax_pipeline=pipeline), functions
+
+
+def export_library(executable: Any, path: Path) -> None:
+    """The compiled network as a shared library that TVM's runtime loads (``tvm.runtime.load_module``
+    then ``relax.VirtualMachine``), written whole or not at all."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    executable.export_library(str(tmp))
+    tmp.replace(path)
+
+
+def check_export_path(path: Path) -> Path:
+    """Refuse, before any work, a library path TVM could not write: it needs a ``.so`` name in an existing folder."""
+    path = Path(path)
+    if path.suffix != ".so":
+        raise TclError(f"--export {path}: the library's name must end in .so")
+    if not path.parent.is_dir():
+        raise TclError(f"--export {path}: no such folder {path.parent}")
+    return path
+
+
+def _in_place_of(scheduled: Any, func: Any) -> Any:
+    """``scheduled`` (a task's PrimFunc, named ``main``) under ``func``'s attributes, marked scheduled."""
+    for key, value in func.attrs.items():
+        scheduled = scheduled.with_attr(key, value)
+    return scheduled.with_attr("tirx.is_scheduled", True)
 
 
 def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:

@@ -44,3 +44,29 @@ def test_quickstart_measures_distils_and_tunes(tmp_path):
     again = run_tcl(*args, timeout=1800)  # everything is reused: nothing measured twice
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((out / "quickstart.json").read_text())["adapt"]["measured_now"] == 0
+
+
+def test_closing_table_fits_100_columns_and_the_sentence_says_what_happened():
+    from rich.console import Console
+    from rich.table import Table
+
+    from tcl.cli.quickstart_cmd import closing_table, what_it_showed
+
+    rows = [{"method": "xgb", "measured_trials": 320, "tuning_s": 1234.5, "time_to_baseline_best_s": 1200.0,
+             "latency_ms": 3.456, "torch_ms": 1.27, "vs_torch": 0.37, "latency_vs_baseline": 1.0},
+            {"method": "tcl-mamba", "measured_trials": 320, "tuning_s": 1300.2, "time_to_baseline_best_s": 600.0,
+             "latency_ms": 3.54, "torch_ms": 1.25, "vs_torch": 0.35, "latency_vs_baseline": 0.98}]
+    columns, cells = closing_table(rows)
+    table = Table()
+    for column in columns:
+        table.add_column(column)
+    for row in cells:
+        table.add_row(*row)
+    console = Console(width=200, record=True)
+    console.print(table)
+    assert max(len(line) for line in console.export_text().splitlines()) <= 100
+    assert what_it_showed(rows) == ("In short: tcl-mamba reached XGB's best estimate after 600 s, XGB after 1200 s "
+                                    "(2.00x sooner); its network runs in 3.540 ms against XGB's 3.456 ms and torch "
+                                    "eager's 1.250 ms.")
+    rows[1]["time_to_baseline_best_s"] = None
+    assert what_it_showed(rows).startswith("In short: tcl-mamba did not reach XGB's best estimate in 320 trials;")

@@ -99,14 +99,32 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
         return 0
-    rows = [[r["method"], r["measured_trials"], _fmt(r["tuning_s"]), _fmt(r["latency_ms"], 4),
-             _fmt(r["torch_ms"], 4), _fmt(r["vs_torch"], 2), _fmt(r["time_to_baseline_best_s"]),
-             _fmt(r["latency_vs_baseline"], 2)] for r in comparison["rows"]]
-    print_table(f"{args.network} on {profile.name}: tuned outputs checked against torch",
-                ["method", "trials", "tuning s", "latency ms", "torch eager ms", "torch / tuned",
-                 "s to reach xgb's best", "xgb latency / latency"], rows)
+    columns, rows = closing_table(comparison["rows"])
+    print_table(f"{args.network} on {profile.name}: tuned outputs checked against torch", columns, rows)
+    print(what_it_showed(comparison["rows"]))
     print(f"plot: {args.out / 'tune' / 'compare.png'}; summary: {args.out / SUMMARY_FILE}; took {summary['seconds']:.0f} s")
     return 0
+
+
+def closing_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The closing table: short headers, so it fits a 100-column terminal."""
+    columns = ["method", "trials", "tune s", "to xgb best s", "net ms", "torch ms", "torch/net", "xgb/net"]
+    return columns, [[r["method"], str(r["measured_trials"]), _fmt(r["tuning_s"]), _fmt(r["time_to_baseline_best_s"]),
+                      _fmt(r["latency_ms"], 3), _fmt(r["torch_ms"], 3), _fmt(r["vs_torch"], 2),
+                      _fmt(r["latency_vs_baseline"], 2)] for r in rows]
+
+
+def what_it_showed(rows: list[dict[str, Any]]) -> str:
+    """One sentence: did the distilled model reach XGB's best sooner, and how fast is its network."""
+    xgb, ours = rows[0], rows[-1]
+    reached = ours["time_to_baseline_best_s"]
+    if reached is None:
+        search = f"{ours['method']} did not reach XGB's best estimate in {ours['measured_trials']} trials"
+    else:
+        search = (f"{ours['method']} reached XGB's best estimate after {reached:.0f} s, XGB after "
+                  f"{xgb['time_to_baseline_best_s']:.0f} s ({xgb['time_to_baseline_best_s'] / reached:.2f}x sooner)")
+    return (f"In short: {search}; its network runs in {ours['latency_ms']:.3f} ms against XGB's "
+            f"{xgb['latency_ms']:.3f} ms and torch eager's {ours['torch_ms']:.3f} ms.")
 
 
 def _fmt(value: Any, digits: int = 1) -> str:

@@ -40,6 +40,9 @@ def add_parser(subparsers: Any) -> None:
     tune.add_argument("--baseline", default=None,
                       help="with --compare: the method (as given, or its label) the others are compared "
                            "with (default: the first)")
+    tune.add_argument("--export", type=Path, default=None,
+                      help="with --cost-model: write the compiled network to this .so library (docs/tuning.md shows "
+                           "how to load and run it with TVM's runtime)")
     add_json_option(tune)
     tune.set_defaults(handler=run_tune)
 
@@ -50,6 +53,8 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if (args.cost_model is None) == (args.compare is None):
         raise TclError("give exactly one of --cost-model and --compare")
+    if args.export is not None and args.compare is not None:
+        raise TclError("--export needs --cost-model (one tuned network), not --compare")
     if args.baseline is not None and args.compare is None:
         raise TclError("--baseline needs --compare")
     shape = parse_shape(args.input_shape) if args.input_shape else None
@@ -82,7 +87,7 @@ def run_tune(args: argparse.Namespace) -> int:
         _warn_load({row["method"]: row["rounds_under_load"] for row in summary["rows"]})
         return 0
     result = tune_network(args.network, args.profile, args.cost_model, args.trials, args.out, online=args.online,
-                          **common)
+                          export=args.export, **common)
     if args.json:
         print_json(result)
         return 0
@@ -92,9 +97,17 @@ def run_tune(args: argparse.Namespace) -> int:
           f"torch eager {result['torch_latency_s'] * 1e3:.4f} ms ({speedup:.2f}x torch); "
           f"task-weighted estimate {_fmt(result['estimate_s'] and result['estimate_s'] * 1e3)} ms; "
           f"output matches torch (max rel. error {result['max_rel_error']:.2g})")
-    print(f"records, curve and plot in {args.out}")
+    print(functions_line(result))
+    print(f"records, curve and plot in {args.out}" + (f"; compiled library {args.export}" if args.export else ""))
     _warn_load({result["method"]: result["rounds_under_load"]})
     return 0
+
+
+def functions_line(result: dict[str, Any]) -> str:
+    """How many of the compiled network's functions got a tuned schedule, a default one, none."""
+    return (f"functions: {len(result['tuned_functions'])} tuned, {len(result['model_chosen_functions'])} chosen by "
+            f"the model unmeasured, {len(result['default_functions'])} default schedule, "
+            f"{len(result['unscheduled_functions'])} unscheduled")
 
 
 def _warn_load(rounds_under_load: dict[str, int]) -> None:
