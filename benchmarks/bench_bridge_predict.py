@@ -27,8 +27,12 @@ def main() -> None:
     parser.add_argument("--profile", default="x86-avx2")
     parser.add_argument("--candidates", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--extract-threads", type=int, default=os.cpu_count() or 1,
-                        help="TVM feature-extraction threads for XGB (our per-store featurizer uses the physical cores)")
+    parser.add_argument(
+        "--extract-threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="TVM feature-extraction threads for XGB (our per-store featurizer uses the physical cores)",
+    )
     args = parser.parse_args()
 
     import numpy as np
@@ -65,10 +69,23 @@ def main() -> None:
         state = BridgeState(model)
         scores = state.predict(context, candidates)
         assert scores.shape == (len(candidates),) and scores.dtype == np.float64
-        results[f"{model.name} ({path})"] = {"featurizer": model.featurizer.name,
-                                             **rate(lambda: state.predict(context, candidates))}
-    print(json.dumps({"bench": "bridge_predict", "task": task.name, "candidates": len(candidates),
-                      "trained_xgb_on": len(measured), "torch_threads": 1, "extract_threads": args.extract_threads, "results": results}))
+        results[f"{model.name} ({path})"] = {
+            "featurizer": model.featurizer.name,
+            **rate(lambda state=state: state.predict(context, candidates)),
+        }
+    print(
+        json.dumps(
+            {
+                "bench": "bridge_predict",
+                "task": task.name,
+                "candidates": len(candidates),
+                "trained_xgb_on": len(measured),
+                "torch_threads": 1,
+                "extract_threads": args.extract_threads,
+                "results": results,
+            }
+        )
+    )
 
 
 def _trace_json_times(candidates) -> dict:
@@ -84,8 +101,12 @@ def _trace_json_times(candidates) -> dict:
     warm_s = _timed(lambda: [convert(t) for t in traces])
     assert [convert(t) for t in traces] == reference
     per = 1e3 / len(traces)
-    return {"as_json": round(as_json_s * per, 3), "memo_cold": round(cold_s * per, 3),
-            "memo_warm": round(warm_s * per, 3), "memo_lines": len(convert.lines)}
+    return {
+        "as_json": round(as_json_s * per, 3),
+        "memo_cold": round(cold_s * per, 3),
+        "memo_warm": round(warm_s * per, 3),
+        "memo_lines": len(convert.lines),
+    }
 
 
 def _timed(fn) -> float:

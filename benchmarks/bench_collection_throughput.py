@@ -61,10 +61,16 @@ def workloads() -> dict[str, object]:
     def batch_matmul():
         a, b = te.placeholder((12, 128, 64), name="a"), te.placeholder((12, 64, 128), name="b")
         k = te.reduce_axis((0, 64), name="k")
-        return module([a, b, te.compute((12, 128, 128), lambda n, i, j: te.sum(a[n, i, k] * b[n, k, j], axis=k), name="c")])
+        return module(
+            [a, b, te.compute((12, 128, 128), lambda n, i, j: te.sum(a[n, i, k] * b[n, k, j], axis=k), name="c")]
+        )
 
     def layer_norm():
-        x, g, b = te.placeholder((128, 768), name="x"), te.placeholder((768,), name="g"), te.placeholder((768,), name="b")
+        x, g, b = (
+            te.placeholder((128, 768), name="x"),
+            te.placeholder((768,), name="g"),
+            te.placeholder((768,), name="b"),
+        )
         return module([x, g, b, topi.nn.layer_norm(x, g, b, axis=[1])])
 
     def add_relu():
@@ -92,13 +98,18 @@ def run_tcl(measure, mods: dict, pools: dict, batch: int) -> dict:
     start = time.perf_counter()
     for name, mod in mods.items():
         for lo in range(0, len(pools[name]), batch):
-            results = measure(mod, pools[name][lo: lo + batch])
+            results = measure(mod, pools[name][lo : lo + batch])
             done += len(results)
             ok += sum(r.ok for r in results)
             worst = max(worst, load.sample() or 0.0)
     wall = time.perf_counter() - start
-    return {"wall_s": round(wall, 1), "programs": done, "ok": ok, "programs_per_s": round(done / wall, 3),
-            "other_cores_max": round(worst, 2)}
+    return {
+        "wall_s": round(wall, 1),
+        "programs": done,
+        "ok": ok,
+        "programs_per_s": round(done / wall, 3),
+        "other_cores_max": round(worst, 2),
+    }
 
 
 def run_tune_tir(mods: dict, target, programs: int, batch: int, build_timeout_s: float | None) -> dict:
@@ -111,14 +122,28 @@ def run_tune_tir(mods: dict, target, programs: int, batch: int, build_timeout_s:
     for mod in mods.values():
         with tempfile.TemporaryDirectory(prefix="tcl-bench-") as work_dir, contextlib.redirect_stdout(sys.stderr):
             builder = "local" if build_timeout_s is None else ms.builder.LocalBuilder(timeout_sec=build_timeout_s)
-            db = ms.tune_tir(mod, target, work_dir, max_trials_global=programs, num_trials_per_iter=batch,
-                             builder=builder, runner="local", cost_model="xgb", seed=0)
+            db = ms.tune_tir(
+                mod,
+                target,
+                work_dir,
+                max_trials_global=programs,
+                num_trials_per_iter=batch,
+                builder=builder,
+                runner="local",
+                cost_model="xgb",
+                seed=0,
+            )
             records = db.get_all_tuning_records()
             done += len(records)
             ok += sum(1 for r in records if r.run_secs and all(float(s) < 1e9 for s in r.run_secs))
     wall = time.perf_counter() - start
-    return {"wall_s": round(wall, 1), "programs": done, "ok": ok, "programs_per_s": round(done / wall, 3),
-            "other_cores_max": round(load.sample() or 0.0, 2)}
+    return {
+        "wall_s": round(wall, 1),
+        "programs": done,
+        "ok": ok,
+        "programs_per_s": round(done / wall, 3),
+        "other_cores_max": round(load.sample() or 0.0, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--programs", type=int, default=32, help="programs per task")
     parser.add_argument("--batch", type=int, default=16, help="programs per measure() call / tune_tir iteration")
     parser.add_argument("--order", default="engine,metaschedule,tune_tir", help="sides, comma-separated")
-    parser.add_argument("--tune-tir-build-timeout", type=float,
-                        help="tune_tir side: LocalBuilder timeout in seconds (default: TVM's, 30 s)")
+    parser.add_argument(
+        "--tune-tir-build-timeout",
+        type=float,
+        help="tune_tir side: LocalBuilder timeout in seconds (default: TVM's, 30 s)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -144,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     target = tvm.target.Target(profile.target)
     mods = workloads()
     pools = candidates(mods, target, args.programs)
-    out: dict = {"bench": "collection_throughput", "profile": args.profile, "programs_per_task": args.programs,
-                 "batch": args.batch, "tasks": list(mods)}
+    out: dict = {
+        "bench": "collection_throughput",
+        "profile": args.profile,
+        "programs_per_task": args.programs,
+        "batch": args.batch,
+        "tasks": list(mods),
+    }
     for side in args.order.split(","):
         log(f"side {side}")
         if side == "tune_tir":
@@ -158,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
             if side.startswith("engine"):
                 measure = backend.measure
             else:
+
                 def measure(mod, schedules, backend=backend):
                     return measure_with(backend.builder(), backend.runner(), backend.target(), mod, schedules)
+
             try:
                 measure(mods["add_relu"], pools["add_relu"][:1])  # start the workers outside the timing
                 out[side] = run_tcl(measure, mods, pools, args.batch)
@@ -170,8 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         log(f"{side}: {out[side]}")
     base = out.get("metaschedule", {}).get("programs_per_s")
     if base:
-        out["ratio_to_metaschedule"] = {s: round(out[s]["programs_per_s"] / base, 2)
-                                        for s in out if s.startswith(("engine", "tune_tir"))}
+        out["ratio_to_metaschedule"] = {
+            s: round(out[s]["programs_per_s"] / base, 2) for s in out if s.startswith(("engine", "tune_tir"))
+        }
     print(json.dumps(out), flush=True)
     return 0
 

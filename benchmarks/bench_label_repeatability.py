@@ -68,7 +68,9 @@ def measurer(side: str, profile):
         return backend.measure, backend.close
     from tcl.measure import measure_with
 
-    return (lambda mod, schedules: measure_with(backend.builder(), backend.runner(), backend.target(), mod, schedules)), backend.close
+    return (
+        lambda mod, schedules: measure_with(backend.builder(), backend.runner(), backend.target(), mod, schedules)
+    ), backend.close
 
 
 def measure_all(measure, chosen, batch: int) -> tuple[list[np.ndarray], float, float]:
@@ -81,7 +83,7 @@ def measure_all(measure, chosen, batch: int) -> tuple[list[np.ndarray], float, f
         mod = task.module()
         lat = []
         for lo in range(0, len(progs), batch):
-            schedules = [trace_to_schedule(mod, p.trace) for p in progs[lo: lo + batch]]
+            schedules = [trace_to_schedule(mod, p.trace) for p in progs[lo : lo + batch]]
             lat += [min(r.run_secs) if r.ok else np.inf for r in measure(mod, schedules)]
             worst = max(worst, load.sample() or 0.0)
         out.append(np.array(lat))
@@ -100,21 +102,31 @@ def main() -> None:
     ap.add_argument("--number", type=int)
     ap.add_argument("--repeat", type=int)
     ap.add_argument("--min-repeat-ms", type=int)
-    ap.add_argument("--retime-spread", type=float, default=0.0,
-                    help="engine: time a candidate again when its repeats spread more than this fraction")
+    ap.add_argument(
+        "--retime-spread",
+        type=float,
+        default=0.0,
+        help="engine: time a candidate again when its repeats spread more than this fraction",
+    )
     args = ap.parse_args()
 
     profile = get_profile(args.profile)
-    changes = {k: v for k, v in (("number", args.number), ("repeat", args.repeat), ("min_repeat_ms", args.min_repeat_ms)) if v}
+    changes = {
+        k: v for k, v in (("number", args.number), ("repeat", args.repeat), ("min_repeat_ms", args.min_repeat_ms)) if v
+    }
     profile = attrs.evolve(profile, measure=attrs.evolve(profile.measure, **changes))
     if args.retime_spread:
-        profile = attrs.evolve(profile, backend_options={**profile.backend_options, "retime_spread": args.retime_spread})
+        profile = attrs.evolve(
+            profile, backend_options={**profile.backend_options, "retime_spread": args.retime_spread}
+        )
     chosen = pick(args.data, args.profile, args.tasks, args.programs, args.seed)
     total = sum(len(p) for _, p in chosen)
     log(f"{len(chosen)} tasks, {total} programs, side {args.side}, {attrs.asdict(profile.measure)}")
     measure, close = measurer(args.side, profile)
     try:
-        measure(chosen[0][0].module(), [trace_to_schedule(chosen[0][0].module(), chosen[0][1][0].trace)])  # start workers
+        measure(
+            chosen[0][0].module(), [trace_to_schedule(chosen[0][0].module(), chosen[0][1][0].trace)]
+        )  # start workers
         first, t1, load1 = measure_all(measure, chosen, args.batch)
         log(f"pass 1: {t1:.0f} s")
         second, t2, load2 = measure_all(measure, chosen, args.batch)
@@ -126,15 +138,25 @@ def main() -> None:
         both = np.isfinite(a) & np.isfinite(b)
         taus[task.name] = round(float(kendalltau(a[both], b[both]).statistic), 3)
     values = np.array(list(taus.values()))
-    print(json.dumps({
-        "bench": "label_repeatability", "profile": args.profile, "side": args.side,
-        "measure": {k: getattr(profile.measure, k) for k in ("number", "repeat", "min_repeat_ms")},
-        "retime_spread": args.retime_spread,
-        "tasks": len(chosen), "programs": total,
-        "median_kendall_tau": round(float(np.median(values)), 3), "worst_kendall_tau": round(float(values.min()), 3),
-        "worst_task": min(taus, key=taus.get), "programs_per_s": round(2 * total / (t1 + t2), 2),
-        "other_cores_max": round(max(load1, load2), 2), "per_task": taus,
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "label_repeatability",
+                "profile": args.profile,
+                "side": args.side,
+                "measure": {k: getattr(profile.measure, k) for k in ("number", "repeat", "min_repeat_ms")},
+                "retime_spread": args.retime_spread,
+                "tasks": len(chosen),
+                "programs": total,
+                "median_kendall_tau": round(float(np.median(values)), 3),
+                "worst_kendall_tau": round(float(values.min()), 3),
+                "worst_task": min(taus, key=taus.get),
+                "programs_per_s": round(2 * total / (t1 + t2), 2),
+                "other_cores_max": round(max(load1, load2), 2),
+                "per_task": taus,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -172,15 +172,26 @@ def main():
     if args.probe:
         return probe(args)
     results, ratios = measure(args.models.split(","), args)
-    print(json.dumps({
-        "config": {"batch": args.batch, "seq_len": args.seq_len, "features": args.features, "d_model": 256,
-                   "mixing_blocks": 1, "threads": torch.get_num_threads(), "torch": torch.__version__,
-                   "timed_steps": args.rounds * args.steps,
-                   "env": {k: os.environ.get(k, "") for k in ENV_KNOBS},
-                   "load_avg_1min_start_end": [load0, round(os.getloadavg()[0], 2)]},
-        "results": results,
-        "ratios_vs_tlp": ratios,
-    }))
+    print(
+        json.dumps(
+            {
+                "config": {
+                    "batch": args.batch,
+                    "seq_len": args.seq_len,
+                    "features": args.features,
+                    "d_model": 256,
+                    "mixing_blocks": 1,
+                    "threads": torch.get_num_threads(),
+                    "torch": torch.__version__,
+                    "timed_steps": args.rounds * args.steps,
+                    "env": {k: os.environ.get(k, "") for k in ENV_KNOBS},
+                    "load_avg_1min_start_end": [load0, round(os.getloadavg()[0], 2)],
+                },
+                "results": results,
+                "ratios_vs_tlp": ratios,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

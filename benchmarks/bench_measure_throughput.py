@@ -56,14 +56,28 @@ def tune(mod, target, trials: int, per_iter: int, cost_model: str, seed: int, bu
         builder = builder() if callable(builder) and not isinstance(builder, str) else builder
         runner = runner() if callable(runner) and not isinstance(runner, str) else runner
         with contextlib.redirect_stdout(sys.stderr):  # MetaSchedule logs to stdout: keep it for the JSON
-            db = ms.tune_tir(mod, target, work_dir, max_trials_global=trials, num_trials_per_iter=per_iter,
-                             builder=builder, runner=runner, cost_model=cost_model, seed=seed)
+            db = ms.tune_tir(
+                mod,
+                target,
+                work_dir,
+                max_trials_global=trials,
+                num_trials_per_iter=per_iter,
+                builder=builder,
+                runner=runner,
+                cost_model=cost_model,
+                seed=seed,
+            )
         wall = time.perf_counter() - start
         records = db.get_all_tuning_records()
         secs = [float(r.run_secs[0]) for r in records if r.run_secs and float(r.run_secs[0]) < 1e9]
         candidates = [r.as_measure_candidate().sch for r in records]
-    return {"wall_s": wall, "measured": len(records), "ok": len(secs), "best_ms": min(secs) * 1e3 if secs else None,
-            "candidates": candidates}
+    return {
+        "wall_s": wall,
+        "measured": len(records),
+        "ok": len(secs),
+        "best_ms": min(secs) * 1e3 if secs else None,
+        "candidates": candidates,
+    }
 
 
 def bench_builders(target, candidates: list, batches: int = 2) -> dict:
@@ -88,7 +102,11 @@ def bench_builders(target, candidates: list, batches: int = 2) -> dict:
         wall = time.perf_counter() - start
         if hasattr(builder, "close"):
             builder.close()
-        out[name] = {"wall_s": round(wall, 2), "built": ok, "per_build_s": round(wall / max(1, batches * len(inputs)), 3)}
+        out[name] = {
+            "wall_s": round(wall, 2),
+            "built": ok,
+            "per_build_s": round(wall / max(1, batches * len(inputs)), 3),
+        }
         log(f"builder {name}: {out[name]}")
     return out
 
@@ -102,8 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cost-model", default="xgb")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--order", choices=["tcl-first", "default-first"], default="tcl-first")
-    parser.add_argument("--default-build-timeout", type=float, default=None,
-                        help="give the default side LocalBuilder(timeout_sec=...) instead of builder=\"local\" (30 s)")
+    parser.add_argument(
+        "--default-build-timeout",
+        type=float,
+        default=None,
+        help='give the default side LocalBuilder(timeout_sec=...) instead of builder="local" (30 s)',
+    )
     parser.add_argument("--build-only", action="store_true", help="also time the three builders on 16 candidates")
     args = parser.parse_args(argv)
 
@@ -111,7 +133,6 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     import tvm
     import tvm.s_tir.tensor_intrin  # noqa: F401 - paid once by any tuning process; keep it out of both timings
-
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.profiles import get_profile
@@ -132,8 +153,12 @@ def main(argv: list[str] | None = None) -> int:
 
     sides = {
         "tcl": (tcl_builder, tcl_runner),
-        "default": ("local" if args.default_build_timeout is None
-                    else (lambda: ms.builder.LocalBuilder(timeout_sec=args.default_build_timeout)), "local"),
+        "default": (
+            "local"
+            if args.default_build_timeout is None
+            else (lambda: ms.builder.LocalBuilder(timeout_sec=args.default_build_timeout)),
+            "local",
+        ),
     }
     order = ["tcl", "default"] if args.order == "tcl-first" else ["default", "tcl"]
     results = {}
@@ -146,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
         log(f"{side}: {results[side]['measured']} programs in {results[side]['wall_s']:.1f}s")
 
     out = {
-        "task": f"matmul{args.size}", "profile": args.profile, "trials": args.trials,
-        "num_trials_per_iter": args.per_iter, "cost_model": args.cost_model, "order": args.order,
+        "task": f"matmul{args.size}",
+        "profile": args.profile,
+        "trials": args.trials,
+        "num_trials_per_iter": args.per_iter,
+        "cost_model": args.cost_model,
+        "order": args.order,
         "default_build_timeout_s": args.default_build_timeout or 30.0,
     }
     for side in ("tcl", "default"):
@@ -161,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
             "best_ms": None if r["best_ms"] is None else round(r["best_ms"], 3),
         }
     out["ratio"] = round(out["tcl"]["programs_per_s"] / out["default"]["programs_per_s"], 2)
-    out["ratio_valid"] = (round(out["tcl"]["valid_per_s"] / out["default"]["valid_per_s"], 2)
-                          if out["default"]["valid_per_s"] else None)
+    out["ratio_valid"] = (
+        round(out["tcl"]["valid_per_s"] / out["default"]["valid_per_s"], 2) if out["default"]["valid_per_s"] else None
+    )
     if args.build_only:
         out["builders"] = bench_builders(target, results["tcl"]["candidates"][:16])
     print(json.dumps(out), flush=True)

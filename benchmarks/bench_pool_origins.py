@@ -39,10 +39,18 @@ def main() -> None:
     for guide in (None, model):
         pool, stats = generate_pool_with_stats(task.mod, target, args.size, seed=0, max_random=half, model=guide)
         scores = np.array(schedule_scorer(model, task.mod)(pool))
-        print(json.dumps({"task": task.name, "guided": guide is not None, "seconds": round(stats.seconds, 1),
-                          "origins": {o: stats.origins.count(o) for o in sorted(set(stats.origins))},
-                          "median_score_random": round(float(np.median(scores[:half])), 3),
-                          "median_score_rest": round(float(np.median(scores[half:])), 3)}))
+        print(
+            json.dumps(
+                {
+                    "task": task.name,
+                    "guided": guide is not None,
+                    "seconds": round(stats.seconds, 1),
+                    "origins": {o: stats.origins.count(o) for o in sorted(set(stats.origins))},
+                    "median_score_random": round(float(np.median(scores[:half])), 3),
+                    "median_score_rest": round(float(np.median(scores[half:])), 3),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -43,13 +43,27 @@ def main() -> None:
     total = 0
     for i in range(args.tasks):
         sl = slice(i * per, (i + 1) * per)
-        total += len(sampler.select_embedded(emb[sl], per // 10, np.zeros(per, dtype=bool),
-                                             uncertainty=unc[sl], seed=args.seed))
+        total += len(
+            sampler.select_embedded(emb[sl], per // 10, np.zeros(per, dtype=bool), uncertainty=unc[sl], seed=args.seed)
+        )
     tasks_s = time.perf_counter() - t
-    print(json.dumps({"bench": "rdu_selection", "pool": args.n, "dim": args.dim, "budget": take,
-                      "one_pool_s": round(big_s, 2), "one_pool_selected": len(big),
-                      "tasks": args.tasks, "programs_per_task": per, "per_task_total_s": round(tasks_s, 2),
-                      "per_task_selected": total, "weights": [sampler.w_r, sampler.w_d, sampler.w_u]}))
+    print(
+        json.dumps(
+            {
+                "bench": "rdu_selection",
+                "pool": args.n,
+                "dim": args.dim,
+                "budget": take,
+                "one_pool_s": round(big_s, 2),
+                "one_pool_selected": len(big),
+                "tasks": args.tasks,
+                "programs_per_task": per,
+                "per_task_total_s": round(tasks_s, 2),
+                "per_task_selected": total,
+                "weights": [sampler.w_r, sampler.w_d, sampler.w_u],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -30,9 +30,17 @@ def main() -> None:
         for threads in (2, 1):
             with torch_threads(threads):
                 ms = [_time_torch(net.module, net.example_inputs, args.repeats) * 1e3 for _ in range(args.blocks)]
-            print(json.dumps({"network": args.network, "threads": threads,
-                              "block_medians_ms": [round(m, 3) for m in ms], "spread": round(max(ms) / min(ms), 3),
-                              "median_ms": round(float(np.median(ms)), 3)}))
+            print(
+                json.dumps(
+                    {
+                        "network": args.network,
+                        "threads": threads,
+                        "block_medians_ms": [round(m, 3) for m in ms],
+                        "spread": round(max(ms) / min(ms), 3),
+                        "median_ms": round(float(np.median(ms)), 3),
+                    }
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=0.1)
     ap.add_argument("--sampler", default="rdu")
     ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--grid", default="0.5:1,2:1,8:1,0.5:4,2:4,8:4",
-                    help="continual-kd lam:tau pairs (distill on labelled)")
+    ap.add_argument(
+        "--grid", default="0.5:1,2:1,8:1,0.5:4,2:4,8:4", help="continual-kd lam:tau pairs (distill on labelled)"
+    )
     ap.add_argument("--work-dir", type=Path, required=True)
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -59,26 +60,52 @@ def main() -> None:
         teacher = load_checkpoint(ckpt, threads=1, verbose=False)
     else:
         arch = {"layers": args.layers} if args.model == "mamba" else {}
-        teacher = discovery.registry().create("cost_models", args.model, epochs=args.teacher_epochs, threads=1,
-                                              verbose=False, **arch)
+        teacher = discovery.registry().create(
+            "cost_models", args.model, epochs=args.teacher_epochs, threads=1, verbose=False, **arch
+        )
         teacher.fit(source_train, seed=0)
         teacher.save(ckpt)
     teacher_s = time.perf_counter() - start
     seeds = [int(s) for s in args.seeds.split(",") if s]
     samples = {seed: select_sample(target_train, args.sampler, args.budget, seed=seed) for seed in seeds}
-    runs = [{"strategy": "teacher as is", "options": {}, "seed": None, "target": scores(teacher, target_held),
-             "source": scores(teacher, source_held), "parameters": parameter_count(teacher),
-             "train_s": round(teacher_s, 1), "programs_measured": 0, "programs_trained": len(source_train)}]
+    runs = [
+        {
+            "strategy": "teacher as is",
+            "options": {},
+            "seed": None,
+            "target": scores(teacher, target_held),
+            "source": scores(teacher, source_held),
+            "parameters": parameter_count(teacher),
+            "train_s": round(teacher_s, 1),
+            "programs_measured": 0,
+            "programs_trained": len(source_train),
+        }
+    ]
 
     def run(strategy: str, **options) -> None:
         for seed, (sample, rest) in samples.items():
-            model, seconds, trained = transfer_step(strategy, teacher, sample, unlabelled=rest,
-                                                    history={args.source: source_train},
-                                                    options={"epochs": args.epochs, **options}, seed=seed)
-            runs.append({"strategy": strategy, "options": options, "seed": seed, "target": scores(model, target_held),
-                         "source": scores(platform_view(model, args.source), source_held),
-                         "parameters": parameter_count(model), "train_s": round(seconds, 1),
-                         "programs_measured": len(sample), "programs_trained": trained})
+            model, seconds, trained = transfer_step(
+                strategy,
+                teacher,
+                sample,
+                unlabelled=rest,
+                history={args.source: source_train},
+                options={"epochs": args.epochs, **options},
+                seed=seed,
+            )
+            runs.append(
+                {
+                    "strategy": strategy,
+                    "options": options,
+                    "seed": seed,
+                    "target": scores(model, target_held),
+                    "source": scores(platform_view(model, args.source), source_held),
+                    "parameters": parameter_count(model),
+                    "train_s": round(seconds, 1),
+                    "programs_measured": len(sample),
+                    "programs_trained": trained,
+                }
+            )
             print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
 
     grid = [tuple(float(x) for x in pair.split(":")) for pair in args.grid.split(",") if pair]
@@ -89,10 +116,25 @@ def main() -> None:
     run("continual-kd", lam=best["lam"], tau=best["tau"], distill_on="pool")
     for strategy in ("fine-tune", "mtl", "scratch"):
         run(strategy)
-    print(json.dumps({"benchmark": "transfer", "source": args.source, "target": args.target, "held_out": held_out,
-                      "model": args.model, "layers": args.layers, "teacher_epochs": args.teacher_epochs,
-                      "epochs": args.epochs, "budget": args.budget, "sampler": args.sampler, "seeds": seeds,
-                      "mean": summarize(runs), "runs": runs}))
+    print(
+        json.dumps(
+            {
+                "benchmark": "transfer",
+                "source": args.source,
+                "target": args.target,
+                "held_out": held_out,
+                "model": args.model,
+                "layers": args.layers,
+                "teacher_epochs": args.teacher_epochs,
+                "epochs": args.epochs,
+                "budget": args.budget,
+                "sampler": args.sampler,
+                "seeds": seeds,
+                "mean": summarize(runs),
+                "runs": runs,
+            }
+        )
+    )
 
 
 def summarize(runs: list[dict]) -> list[dict]:
@@ -102,12 +144,22 @@ def summarize(runs: list[dict]) -> list[dict]:
         by.setdefault(json.dumps([r["strategy"], r["options"]], sort_keys=True), []).append(r)
     out = []
     for rs in by.values():
-        mean = lambda f: round(statistics.fmean(f(r) for r in rs), 4)  # noqa: E731
-        out.append({"strategy": rs[0]["strategy"], "options": rs[0]["options"], "n": len(rs),
-                    "target_top1": mean(lambda r: r["target"]["top1"]), "target_top5": mean(lambda r: r["target"]["top5"]),
-                    "source_top1": mean(lambda r: r["source"]["top1"]), "source_top5": mean(lambda r: r["source"]["top5"]),
-                    "parameters": rs[0]["parameters"], "train_s": mean(lambda r: r["train_s"]),
-                    "programs_measured": rs[0]["programs_measured"], "programs_trained": rs[0]["programs_trained"]})
+        mean = lambda f, rs=rs: round(statistics.fmean(f(r) for r in rs), 4)  # noqa: E731
+        out.append(
+            {
+                "strategy": rs[0]["strategy"],
+                "options": rs[0]["options"],
+                "n": len(rs),
+                "target_top1": mean(lambda r: r["target"]["top1"]),
+                "target_top5": mean(lambda r: r["target"]["top5"]),
+                "source_top1": mean(lambda r: r["source"]["top1"]),
+                "source_top5": mean(lambda r: r["source"]["top5"]),
+                "parameters": rs[0]["parameters"],
+                "train_s": mean(lambda r: r["train_s"]),
+                "programs_measured": rs[0]["programs_measured"],
+                "programs_trained": rs[0]["programs_trained"],
+            }
+        )
     return out
 
 

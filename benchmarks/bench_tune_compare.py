@@ -34,8 +34,16 @@ def main() -> None:
     from tcl.tune import compare
 
     torch.set_num_threads(1)
-    summary = compare(args.methods.split(","), args.network, args.profile, args.trials, args.out,
-                      online=args.online, trials_per_round=args.trials_per_round, population=args.population)
+    summary = compare(
+        args.methods.split(","),
+        args.network,
+        args.profile,
+        args.trials,
+        args.out,
+        online=args.online,
+        trials_per_round=args.trials_per_round,
+        population=args.population,
+    )
     print(json.dumps({"bench": "tune_compare", "population": args.population, **summary}))
 
 

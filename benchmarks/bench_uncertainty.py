@@ -66,8 +66,16 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=10)
     args = ap.parse_args()
     registry = discovery.registry()
-    options = {"verbose": False, "cache_dir": str(default_cache_dir()), "epochs": args.epochs, "batch_size": 128,
-               "layers": 1, "expand": 1, "mc_passes": args.passes, "threads": 1}  # as configs/sampling-ablation.toml
+    options = {
+        "verbose": False,
+        "cache_dir": str(default_cache_dir()),
+        "epochs": args.epochs,
+        "batch_size": 128,
+        "layers": 1,
+        "expand": 1,
+        "mc_passes": args.passes,
+        "threads": 1,
+    }  # as configs/sampling-ablation.toml
     for profile in args.profiles.split(","):
         train, _ = split_by_network(load_records(args.data, profile=profile).measured(), args.held_out.split(","))
         chosen, rest = first_round(train, args.fraction, seed=0)
@@ -95,15 +103,24 @@ def main() -> None:
             mc_pairs.append((mc, rank_error(scores[0], latencies)))
             ens_pairs.append((standard.std(axis=0), rank_error(standard.mean(axis=0), latencies)))
 
-        print(json.dumps({
-            "profile": profile, "tasks": len(rest.tasks), "round1_programs": len(chosen), "pool_programs": len(rest),
-            "passes": args.passes, "members": args.members,
-            "mc_dropout_corr": round(mean_correlation(mc_pairs), 4),
-            "ensemble_corr": round(mean_correlation(ens_pairs), 4),
-            "mc_dropout_s": round(mc_s, 2),
-            "ensemble_extra_s": round(sum(fit_s[1:]) + ens_predict_s, 2),
-            "fit_s_per_model": round(float(np.median(fit_s)), 2),
-        }), flush=True)
+        print(
+            json.dumps(
+                {
+                    "profile": profile,
+                    "tasks": len(rest.tasks),
+                    "round1_programs": len(chosen),
+                    "pool_programs": len(rest),
+                    "passes": args.passes,
+                    "members": args.members,
+                    "mc_dropout_corr": round(mean_correlation(mc_pairs), 4),
+                    "ensemble_corr": round(mean_correlation(ens_pairs), 4),
+                    "mc_dropout_s": round(mc_s, 2),
+                    "ensemble_extra_s": round(sum(fit_s[1:]) + ens_predict_s, 2),
+                    "fit_s_per_model": round(float(np.median(fit_s)), 2),
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

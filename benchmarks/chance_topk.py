@@ -42,8 +42,11 @@ def main() -> None:
     for profile in args.profiles.split(","):
         networks = args.held_out.split(",")
         _, held = load_platform(args.data, profile, networks)
-        print(json.dumps({"profile": profile, "held_out": networks, "ranking": "random",
-                          **chance(held, args.draws, args.seed)}))
+        print(
+            json.dumps(
+                {"profile": profile, "held_out": networks, "ranking": "random", **chance(held, args.draws, args.seed)}
+            )
+        )
 
 
 if __name__ == "__main__":

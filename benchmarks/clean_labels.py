@@ -59,8 +59,12 @@ def main() -> None:
         train_noisy, _ = split_by_network(load_records(args.noisy, profile=profile).measured(), held_out)
         train_noisy, train_clean = common_programs(train_noisy, train_clean)
         for model_name in args.models.split(","):
-            options = {"verbose": False, "cache_dir": str(default_cache_dir()), "epochs": args.epochs,
-                       "batch_size": args.batch_size}
+            options = {
+                "verbose": False,
+                "cache_dir": str(default_cache_dir()),
+                "epochs": args.epochs,
+                "batch_size": args.batch_size,
+            }
             if model_name == "mamba":
                 options.update(layers=1, expand=1)  # the shipped architecture
             figures: dict[str, list[dict[str, Any]]] = {"noisy": [], "clean": []}
@@ -69,12 +73,28 @@ def main() -> None:
                     run = fit_score(registry, model_name, options, train, held, seed, per_task=args.per_task)
                     figures[source].append(run)
                     if args.per_task:
-                        print(json.dumps({"profile": profile, "model": model_name, "labels": source, "seed": seed,
-                                          "per_task": {k: round(v, 3) for k, v in run["per_task"].items()}}),
-                              flush=True)
-            line = {"profile": profile, "model": model_name, "train_tasks": len(train_clean.tasks),
-                    "train_programs": len(train_clean), "held_out": held_out, "held_tasks": len(held.tasks),
-                    "seeds": args.seeds, "epochs": args.epochs}
+                        print(
+                            json.dumps(
+                                {
+                                    "profile": profile,
+                                    "model": model_name,
+                                    "labels": source,
+                                    "seed": seed,
+                                    "per_task": {k: round(v, 3) for k, v in run["per_task"].items()},
+                                }
+                            ),
+                            flush=True,
+                        )
+            line = {
+                "profile": profile,
+                "model": model_name,
+                "train_tasks": len(train_clean.tasks),
+                "train_programs": len(train_clean),
+                "held_out": held_out,
+                "held_tasks": len(held.tasks),
+                "seeds": args.seeds,
+                "epochs": args.epochs,
+            }
             for source, runs in figures.items():
                 line.update({f"{source}_{k}": round(v, 4) for k, v in summarize(runs).items() if k != "seeds"})
             print(json.dumps(line), flush=True)

@@ -32,8 +32,11 @@ def latencies_by_key(data: Path, profile: str) -> dict[str, dict[str, float]]:
     return {task.key: {program_key(p.trace): p.latency for p in programs if p.ok} for task, programs in records}
 
 
-def agreement(ref: dict[str, dict[str, float]], other: dict[str, dict[str, float]],
-              per_task: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
+def agreement(
+    ref: dict[str, dict[str, float]],
+    other: dict[str, dict[str, float]],
+    per_task: dict[str, dict[str, float]] | None = None,
+) -> dict[str, float]:
     taus, picks = [], []
     for task in sorted(ref.keys() & other.keys()):
         keys = sorted(ref[task].keys() & other[task].keys())
@@ -44,11 +47,17 @@ def agreement(ref: dict[str, dict[str, float]], other: dict[str, dict[str, float
         taus.append(kendalltau(a, b).statistic)
         picks.append(b.min() / b[np.argmin(a)])
         if per_task is not None:
-            per_task[task] = {"programs": len(keys), "kendall_tau": round(float(taus[-1]), 3),
-                              "pick_by_reference_quality": round(float(picks[-1]), 3),
-                              "median_ratio": round(float(np.median(b / a)), 3)}
-    return {"tasks": len(taus), "median_kendall_tau": round(float(np.median(taus)), 3),
-            "pick_by_reference_quality": round(float(np.mean(picks)), 3)}
+            per_task[task] = {
+                "programs": len(keys),
+                "kendall_tau": round(float(taus[-1]), 3),
+                "pick_by_reference_quality": round(float(picks[-1]), 3),
+                "median_ratio": round(float(np.median(b / a)), 3),
+            }
+    return {
+        "tasks": len(taus),
+        "median_kendall_tau": round(float(np.median(taus)), 3),
+        "pick_by_reference_quality": round(float(np.mean(picks)), 3),
+    }
 
 
 def main() -> None:
@@ -56,8 +65,12 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("data/bundled"))
     ap.add_argument("--reference", default="x86-avx2")
     ap.add_argument("--others", default="x86-avx512,x86-generic")
-    ap.add_argument("--against", type=Path, default=None,
-                    help="compare each of --others with its own records in this directory (a re-measurement)")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="compare each of --others with its own records in this directory (a re-measurement)",
+    )
     ap.add_argument("--per-task", action="store_true", help="also one line per task")
     args = ap.parse_args()
     for profile in args.others.split(","):

@@ -45,12 +45,18 @@ def main() -> None:
         if args.pool:
             _try_pools(name, extracted, target, args.pool, pools)
     keys = {n: {t["key"] for t in ts} for n, ts in tasks.items()}
-    summary = {"profile": args.profile, "networks": len(tasks), "tasks": sum(len(t) for t in tasks.values()),
-               "distinct_tasks": len(set().union(*keys.values()))}
+    summary = {
+        "profile": args.profile,
+        "networks": len(tasks),
+        "tasks": sum(len(t) for t in tasks.values()),
+        "distinct_tasks": len(set().union(*keys.values())),
+    }
     if args.split is not None:
         split = load_split(args.split)
-        summary["split"] = {part: {"networks": len(getattr(split, part)), "distinct_tasks": len(k)}
-                            for part, k in split.assign_tasks(keys).items()}
+        summary["split"] = {
+            part: {"networks": len(getattr(split, part)), "distinct_tasks": len(k)}
+            for part, k in split.assign_tasks(keys).items()
+        }
         summary["split"]["not_in_split"] = sorted(set(tasks) - set(split.networks))
     if args.pool:
         summary["pools"] = {"size": args.pool, **pools, "seconds": round(pools["seconds"], 1)}

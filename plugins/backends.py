@@ -68,18 +68,24 @@ class _BuiltinBackend(HardwareBackend):
         value = self.profile.backend_options.get(key, default)
         if value is None or (isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool)):
             return value
-        raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected {_kind_name(kind)}, got {value!r}")
+        raise TclError(
+            f"{self.profile.source}: key 'backend_options.{key}': expected {_kind_name(kind)}, got {value!r}"
+        )
 
     def _positive_int(self, key: str, default: int) -> int:
         value = self.option(key, default, kind=int)
         if value <= 0:
-            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a positive integer, got {value!r}")
+            raise TclError(
+                f"{self.profile.source}: key 'backend_options.{key}': expected a positive integer, got {value!r}"
+            )
         return value
 
     def _fraction(self, key: str, default: float) -> float:
         value = self.option(key, default, kind=(int, float))
         if not 0 <= value < 100:
-            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a number in [0, 100), got {value!r}")
+            raise TclError(
+                f"{self.profile.source}: key 'backend_options.{key}': expected a number in [0, 100), got {value!r}"
+            )
         return float(value)
 
     def default_build_workers(self) -> int:
@@ -155,14 +161,20 @@ class LocalBackend(_BuiltinBackend):
             from tcl.local_engine import EngineSettings, LocalEngine
 
             m = self.profile.measure
-            self._engine = LocalEngine(EngineSettings(
-                build_workers=self._positive_int("build_workers", max(1, os.cpu_count() or 1)),
-                group_size=self._positive_int("group_size", 4),
-                build_timeout_s=float(m.build_timeout_s), run_timeout_s=float(m.run_timeout_s),
-                number=m.number, repeat=m.repeat, min_repeat_ms=m.min_repeat_ms,
-                enable_cpu_cache_flush=m.enable_cpu_cache_flush, runtime_threads=self.profile.runtime_threads,
-                retime_spread=self._fraction("retime_spread", 0.0),
-            ))
+            self._engine = LocalEngine(
+                EngineSettings(
+                    build_workers=self._positive_int("build_workers", max(1, os.cpu_count() or 1)),
+                    group_size=self._positive_int("group_size", 4),
+                    build_timeout_s=float(m.build_timeout_s),
+                    run_timeout_s=float(m.run_timeout_s),
+                    number=m.number,
+                    repeat=m.repeat,
+                    min_repeat_ms=m.min_repeat_ms,
+                    enable_cpu_cache_flush=m.enable_cpu_cache_flush,
+                    runtime_threads=self.profile.runtime_threads,
+                    retime_spread=self._fraction("retime_spread", 0.0),
+                )
+            )
             self._engine.warm_up()
         return self._engine.measure(self.target(), mod, schedules)
 
@@ -197,13 +209,17 @@ class RPCBackend(_BuiltinBackend):
 
     name = "rpc"
     times_on_this_host = False
-    options = frozenset({"tracker_host", "tracker_port", "device_key", "session_timeout_s", "session_priority", "max_sessions"})
+    options = frozenset(
+        {"tracker_host", "tracker_port", "device_key", "session_timeout_s", "session_priority", "max_sessions"}
+    )
 
     def __init__(self, profile: Any) -> None:
         super().__init__(profile)
         for key, kind in (("tracker_host", str), ("tracker_port", int), ("device_key", str)):
             if self.option(key, kind=kind) is None:
-                raise TclError(f"{profile.source}: key 'backend_options.{key}': expected {_kind_name(kind)}, got nothing")
+                raise TclError(
+                    f"{profile.source}: key 'backend_options.{key}': expected {_kind_name(kind)}, got nothing"
+                )
 
     def rpc_config(self) -> Any:
         from tvm.s_tir.meta_schedule.runner import RPCConfig
@@ -241,14 +257,15 @@ class RPCBackend(_BuiltinBackend):
             initializer=worker_initializer(None),
         )
 
-
     def _servers(self, config: Any) -> int:
         """How many servers the tracker lists under the profile's key now."""
         try:
             return int(config.count_num_servers())
         except (OSError, RuntimeError, ValueError) as exc:
-            raise TclError(f"{self.profile.source}: the RPC tracker at {config.tracker_host}:{config.tracker_port} "
-                           f"did not list its servers ({exc})") from None
+            raise TclError(
+                f"{self.profile.source}: the RPC tracker at {config.tracker_host}:{config.tracker_port} "
+                f"did not list its servers ({exc})"
+            ) from None
 
 
 class CUDABackend(_BuiltinBackend):
@@ -274,7 +291,9 @@ class CUDABackend(_BuiltinBackend):
     def _fraction(self, key: str, default: float) -> float:
         value = self.option(key, default, kind=(int, float))
         if not 0 <= value < 100:
-            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a number in [0, 100), got {value!r}")
+            raise TclError(
+                f"{self.profile.source}: key 'backend_options.{key}': expected a number in [0, 100), got {value!r}"
+            )
         return float(value)
 
     def default_build_workers(self) -> int:
@@ -290,7 +309,9 @@ class CUDABackend(_BuiltinBackend):
         env = {}
         if self.device_id:  # LocalRunner always opens device 0: remap the visible devices
             visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-            env["CUDA_VISIBLE_DEVICES"] = visible[self.device_id] if self.device_id < len(visible) else str(self.device_id)
+            env["CUDA_VISIBLE_DEVICES"] = (
+                visible[self.device_id] if self.device_id < len(visible) else str(self.device_id)
+            )
         return LocalRunner(
             timeout_sec=float(self.profile.measure.run_timeout_s),
             evaluator_config=self.evaluator_config()._replace(enable_cpu_cache_flush=False),

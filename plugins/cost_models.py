@@ -38,8 +38,17 @@ from tcl import validation
 from tcl.errors import TclError
 from tcl.interfaces import CostModel, Featurizer
 from tcl.programs import Program, ProgramSet, Task
-from tcl.training import (Group, TrainConfig, dataset_fingerprint, make_groups, predict_groups, resolve_device,
-                          seed_everything, torch_threads, train_ranking)
+from tcl.training import (
+    Group,
+    TrainConfig,
+    dataset_fingerprint,
+    make_groups,
+    predict_groups,
+    resolve_device,
+    seed_everything,
+    torch_threads,
+    train_ranking,
+)
 
 CHECKPOINT_FORMAT = "tcl-cost-model"
 CHECKPOINT_VERSION = 1
@@ -179,8 +188,16 @@ class MLPNet(nn.Module):
 
 
 def _step_encoder(in_dim: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(in_dim, 64), nn.ReLU(), nn.Linear(64, 128), nn.ReLU(),
-                         nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU())
+    return nn.Sequential(
+        nn.Linear(in_dim, 64),
+        nn.ReLU(),
+        nn.Linear(64, 128),
+        nn.ReLU(),
+        nn.Linear(128, 256),
+        nn.ReLU(),
+        nn.Linear(256, 256),
+        nn.ReLU(),
+    )
 
 
 def _step_mask(x: torch.Tensor) -> torch.Tensor:
@@ -257,8 +274,9 @@ class MambaNet(_SequenceNet):
     about as fast as TLP on a CPU; expand 2 (mamba-ssm's default) trains 1.9x slower, and 1.2x
     even with a free scan (docs/cost-models.md)."""
 
-    def __init__(self, in_dim: int, layers: int = 1, d_state: int = 16, d_conv: int = 4, expand: int = 1,
-                 dropout: float = 0.1):
+    def __init__(
+        self, in_dim: int, layers: int = 1, d_state: int = 16, d_conv: int = 4, expand: int = 1, dropout: float = 0.1
+    ):
         super().__init__()
         self.encoder = _step_encoder(in_dim)
         self.blocks = nn.ModuleList([MambaResidual(256, d_state, d_conv, expand, dropout) for _ in range(layers)])
@@ -339,13 +357,16 @@ def read_checkpoint_config(path: str | os.PathLike) -> tuple[Path, dict[str, Any
     if not isinstance(cfg.get("hyper_parameters", {}), dict):
         raise TclError(f"{cfg_path}: hyper_parameters must be an object, got {cfg.get('hyper_parameters')!r}")
     if version > CHECKPOINT_VERSION:
-        raise TclError(f"{cfg_path}: checkpoint format version {cfg.get('format_version')} is newer than this tcl "
-                       f"reads ({CHECKPOINT_VERSION}); upgrade tcl")
+        raise TclError(
+            f"{cfg_path}: checkpoint format version {cfg.get('format_version')} is newer than this tcl "
+            f"reads ({CHECKPOINT_VERSION}); upgrade tcl"
+        )
     return cfg_path, cfg
 
 
-def _check_checkpoint(cls_name: str, cfg_path: Path, cfg: Mapping[str, Any],
-                      featurizer: str | Featurizer | None, default_featurizer: str) -> Featurizer:
+def _check_checkpoint(
+    cls_name: str, cfg_path: Path, cfg: Mapping[str, Any], featurizer: str | Featurizer | None, default_featurizer: str
+) -> Featurizer:
     """Refuse a checkpoint of another model or featurizer; return the featurizer to use."""
     if cfg.get("model") != cls_name:
         raise TclError(f"{cfg_path}: checkpoint is of cost model '{cfg.get('model')}', not '{cls_name}'")
@@ -358,8 +379,10 @@ def _check_checkpoint(cls_name: str, cfg_path: Path, cfg: Mapping[str, Any],
     if fz.name != saved_name:
         raise TclError(f"{cfg_path}: model was trained with featurizer '{saved_name}', not '{fz.name}'")
     if str(fz.version) != saved_version:
-        raise TclError(f"{cfg_path}: model was trained with featurizer {saved_name} version {saved_version}, "
-                       f"but the installed {fz.name} is version {fz.version}; retrain the model")
+        raise TclError(
+            f"{cfg_path}: model was trained with featurizer {saved_name} version {saved_version}, "
+            f"but the installed {fz.name} is version {fz.version}; retrain the model"
+        )
     return fz
 
 
@@ -370,7 +393,9 @@ def _load_weights(path: Path) -> Any:
     except FileNotFoundError:
         raise TclError(f"{path}: missing; the checkpoint is incomplete") from None
     except Exception as exc:  # noqa: BLE001 - damaged bytes can make the unpickler raise anything
-        raise TclError(f"{path}: not a readable torch weights file ({type(exc).__name__}: {_first_line(exc)})") from None
+        raise TclError(
+            f"{path}: not a readable torch weights file ({type(exc).__name__}: {_first_line(exc)})"
+        ) from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -412,10 +437,24 @@ class TorchCostModel(CostModel):
     default_featurizer = ""
     arch_defaults: dict[str, Any] = {}
 
-    def __init__(self, *, featurizer: str | Featurizer | None = None, epochs: int = 50, lr: float = 7e-4,
-                 weight_decay: float = 1e-6, batch_size: int = 512, grad_clip: float = 0.5, patience: int = 10,
-                 device: str = "auto", verbose: bool = True, cache_dir: str | os.PathLike | None = None,
-                 dropout: float = 0.1, mc_passes: int = 20, threads: int | None = None, **arch: Any):
+    def __init__(
+        self,
+        *,
+        featurizer: str | Featurizer | None = None,
+        epochs: int = 50,
+        lr: float = 7e-4,
+        weight_decay: float = 1e-6,
+        batch_size: int = 512,
+        grad_clip: float = 0.5,
+        patience: int = 10,
+        device: str = "auto",
+        verbose: bool = True,
+        cache_dir: str | os.PathLike | None = None,
+        dropout: float = 0.1,
+        mc_passes: int = 20,
+        threads: int | None = None,
+        **arch: Any,
+    ):
         unknown = sorted(set(arch) - set(self.arch_defaults))
         if unknown:
             raise TypeError(f"unknown option(s) {unknown} for cost model {self.name}")
@@ -424,9 +463,17 @@ class TorchCostModel(CostModel):
         validation.number(dropout, f"cost model {self.name} option dropout", inclusive=True)
         validation.whole(mc_passes, f"cost model {self.name} option mc_passes")
         self.featurizer = resolve_featurizer(featurizer if featurizer is not None else self.default_featurizer)
-        self.train_config = TrainConfig(epochs=epochs, lr=lr, weight_decay=weight_decay, batch_size=batch_size,
-                                        grad_clip=grad_clip, patience=patience, device=device, verbose=verbose,
-                                        threads=threads)
+        self.train_config = TrainConfig(
+            epochs=epochs,
+            lr=lr,
+            weight_decay=weight_decay,
+            batch_size=batch_size,
+            grad_clip=grad_clip,
+            patience=patience,
+            device=device,
+            verbose=verbose,
+            threads=threads,
+        )
         self.arch = {**self.arch_defaults, **arch}
         self.dropout = dropout
         self.mc_passes = mc_passes
@@ -462,8 +509,15 @@ class TorchCostModel(CostModel):
     def _featurize_set(self, records: ProgramSet) -> dict[str, Any]:
         return {k: self._prepare(v) for k, v in _features_of(self.featurizer, records, self.cache_dir).items()}
 
-    def fit(self, train: ProgramSet, valid: ProgramSet | None = None, *, seed: int = 0, warm_start: bool = False,
-            extra_loss: Callable[[Sequence[Group]], Any] | None = None) -> Mapping[str, float]:
+    def fit(
+        self,
+        train: ProgramSet,
+        valid: ProgramSet | None = None,
+        *,
+        seed: int = 0,
+        warm_start: bool = False,
+        extra_loss: Callable[[Sequence[Group]], Any] | None = None,
+    ) -> Mapping[str, float]:
         """Train on ``train``. ``warm_start`` continues from the current weights (transfer
         learning) instead of a fresh network; ``extra_loss(groups)`` returns the per-batch term
         :func:`train_ranking` adds to the ranking loss (e.g. distillation)."""
@@ -478,11 +532,24 @@ class TorchCostModel(CostModel):
             with torch.no_grad():
                 self._init_from_data(self.module, groups)
         self.device = resolve_device(self.train_config.device)
-        result = train_ranking(self.module, self._collate, groups, valid_groups, config=self.train_config,
-                               name=self.name, seed=seed, counts=counts,
-                               extra_loss=extra_loss(groups) if extra_loss is not None else None)
-        self.info = {"profile": train.profile, "dataset_fingerprint": dataset_fingerprint(train),
-                     "metrics": dict(result.metrics), "counts": dict(result.counts), "seed": seed}
+        result = train_ranking(
+            self.module,
+            self._collate,
+            groups,
+            valid_groups,
+            config=self.train_config,
+            name=self.name,
+            seed=seed,
+            counts=counts,
+            extra_loss=extra_loss(groups) if extra_loss is not None else None,
+        )
+        self.info = {
+            "profile": train.profile,
+            "dataset_fingerprint": dataset_fingerprint(train),
+            "metrics": dict(result.metrics),
+            "counts": dict(result.counts),
+            "seed": seed,
+        }
         return dict(result.metrics)
 
     def clone(self) -> "TorchCostModel":
@@ -533,8 +600,9 @@ class TorchCostModel(CostModel):
         module.eval()
         fn = module if fn_name == "forward" else getattr(module, fn_name)
         with torch_threads(self.train_config.threads):
-            return predict_groups(module, self._collate, feats, len(programs), self.device,
-                                  self.train_config.batch_size, fn=fn)
+            return predict_groups(
+                module, self._collate, feats, len(programs), self.device, self.train_config.batch_size, fn=fn
+            )
 
     def _embed_dim(self) -> int:
         return 256
@@ -546,8 +614,9 @@ class TorchCostModel(CostModel):
         out = self._run(task, programs, "embed")
         return out.reshape(len(programs), -1)
 
-    def uncertainty(self, task: Task, programs: Sequence[Program], passes: int | None = None,
-                    seed: int = 0) -> np.ndarray:
+    def uncertainty(
+        self, task: Task, programs: Sequence[Program], passes: int | None = None, seed: int = 0
+    ) -> np.ndarray:
         """Standard deviation of the scores over ``passes`` MC-dropout passes."""
         module = self._require()
         passes = passes or self.mc_passes
@@ -562,8 +631,14 @@ class TorchCostModel(CostModel):
             for m in drops:
                 m.active = True
             try:
-                runs = np.stack([predict_groups(module, self._collate, feats, len(programs), self.device,
-                                                self.train_config.batch_size) for _ in range(max(2, passes))])
+                runs = np.stack(
+                    [
+                        predict_groups(
+                            module, self._collate, feats, len(programs), self.device, self.train_config.batch_size
+                        )
+                        for _ in range(max(2, passes))
+                    ]
+                )
             finally:
                 for m in drops:
                     m.active = False
@@ -577,14 +652,24 @@ class TorchCostModel(CostModel):
         return {**tc, **self.arch, "dropout": self.dropout, "mc_passes": self.mc_passes, "in_dim": self.in_dim}
 
     def _config(self) -> dict[str, Any]:
-        return {"format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_VERSION, "model": self.name,
-                "hyper_parameters": self.hyper_parameters(),
-                "featurizer": {"name": self.featurizer.name, "version": str(self.featurizer.version)},
-                "profile": self.info.get("profile"), "dataset_fingerprint": self.info.get("dataset_fingerprint"),
-                "metrics": self.info.get("metrics", {}), "counts": self.info.get("counts", {}),
-                "seed": self.info.get("seed"), "tcl_version": tcl.__version__, "torch_version": torch.__version__,
-                "date": _now(), "transfer": self.info.get("transfer"), "heads": sorted(self.heads),
-                "fisher": bool(self.fisher)}
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "format_version": CHECKPOINT_VERSION,
+            "model": self.name,
+            "hyper_parameters": self.hyper_parameters(),
+            "featurizer": {"name": self.featurizer.name, "version": str(self.featurizer.version)},
+            "profile": self.info.get("profile"),
+            "dataset_fingerprint": self.info.get("dataset_fingerprint"),
+            "metrics": self.info.get("metrics", {}),
+            "counts": self.info.get("counts", {}),
+            "seed": self.info.get("seed"),
+            "tcl_version": tcl.__version__,
+            "torch_version": torch.__version__,
+            "date": _now(),
+            "transfer": self.info.get("transfer"),
+            "heads": sorted(self.heads),
+            "fisher": bool(self.fisher),
+        }
 
     def save(self, path: Path) -> None:
         module = self._require()
@@ -601,8 +686,15 @@ class TorchCostModel(CostModel):
         _write_checkpoint(Path(path), self._config(), payload)
 
     @classmethod
-    def load(cls, path: Path, *, featurizer: str | Featurizer | None = None, device: str = "auto",
-             verbose: bool = True, threads: int | None = None) -> "TorchCostModel":
+    def load(
+        cls,
+        path: Path,
+        *,
+        featurizer: str | Featurizer | None = None,
+        device: str = "auto",
+        verbose: bool = True,
+        threads: int | None = None,
+    ) -> "TorchCostModel":
         cfg_path, cfg = read_checkpoint_config(path)
         fz = _check_checkpoint(cls.name, cfg_path, cfg, featurizer, cls.default_featurizer)
         hp = dict(cfg.get("hyper_parameters") or {})
@@ -629,8 +721,9 @@ class TorchCostModel(CostModel):
         except (RuntimeError, ValueError, TypeError, AttributeError) as exc:
             raise TclError(f"{weights}: does not fit cost model {cls.name}: {_first_line(exc)}") from None
         model.module.to(model.device).eval()
-        model.info = {k: cfg.get(k) for k in ("profile", "dataset_fingerprint", "metrics", "counts", "seed",
-                                              "transfer")}
+        model.info = {
+            k: cfg.get(k) for k in ("profile", "dataset_fingerprint", "metrics", "counts", "seed", "transfer")
+        }
         return model
 
 
@@ -707,8 +800,14 @@ class MambaCostModel(_SequenceCostModel):
 
     def _build(self, in_dim: int) -> nn.Module:
         a = self.arch
-        return MambaNet(in_dim, layers=a["layers"], d_state=a["d_state"], d_conv=a["d_conv"], expand=a["expand"],
-                        dropout=self.dropout)
+        return MambaNet(
+            in_dim,
+            layers=a["layers"],
+            d_state=a["d_state"],
+            d_conv=a["d_conv"],
+            expand=a["expand"],
+            dropout=self.dropout,
+        )
 
 
 # ---- TVM's XGBoost model ------------------------------------------------------------------
@@ -749,11 +848,23 @@ class XGBCostModel(CostModel):
 
     name = "xgb"
     default_featurizer = "per-store"
-    xgb_defaults = {"max_depth": 10, "gamma": 0.001, "min_child_weight": 0.0, "eta": 0.2,
-                    "early_stopping_rounds": 50, "nthread": None}
+    xgb_defaults = {
+        "max_depth": 10,
+        "gamma": 0.001,
+        "min_child_weight": 0.0,
+        "eta": 0.2,
+        "early_stopping_rounds": 50,
+        "nthread": None,
+    }
 
-    def __init__(self, *, featurizer: str | Featurizer | None = None, cache_dir: str | os.PathLike | None = None,
-                 verbose: bool = True, **options: Any):
+    def __init__(
+        self,
+        *,
+        featurizer: str | Featurizer | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        verbose: bool = True,
+        **options: Any,
+    ):
         unknown = sorted(set(options) - set(self.xgb_defaults))
         if unknown:
             raise TypeError(f"unknown option(s) {unknown} for cost model xgb")
@@ -775,12 +886,22 @@ class XGBCostModel(CostModel):
 
         o = self.options
         nthread = o["nthread"] or max(1, min(os.cpu_count() or 1, 4))
-        config = XGBConfig(max_depth=int(o["max_depth"]), gamma=float(o["gamma"]),
-                           min_child_weight=float(o["min_child_weight"]), eta=float(o["eta"]), seed=int(seed),
-                           nthread=int(nthread))
-        return ms.cost_model.XGBModel(extractor=_precomputed_extractor(), config=config, num_warmup_samples=0,
-                                      early_stopping_rounds=int(o["early_stopping_rounds"]),
-                                      verbose_eval=25 if self.verbose else 10**9, adaptive_training=True)
+        config = XGBConfig(
+            max_depth=int(o["max_depth"]),
+            gamma=float(o["gamma"]),
+            min_child_weight=float(o["min_child_weight"]),
+            eta=float(o["eta"]),
+            seed=int(seed),
+            nthread=int(nthread),
+        )
+        return ms.cost_model.XGBModel(
+            extractor=_precomputed_extractor(),
+            config=config,
+            num_warmup_samples=0,
+            early_stopping_rounds=int(o["early_stopping_rounds"]),
+            verbose_eval=25 if self.verbose else 10**9,
+            adaptive_training=True,
+        )
 
     def _context_and_candidates(self, task: Task, n: int) -> tuple[Any, list[Any]]:
         """XGBModel needs a TuneContext (it groups data by the workload's hash) and one
@@ -795,8 +916,11 @@ class XGBCostModel(CostModel):
         cached = self._mods.get(task.key)
         if cached is None:
             mod = task.module()
-            func = mod["main"] if "main" in [gv.name_hint for gv in mod.get_global_vars()] else \
-                mod[mod.get_global_vars()[0]]
+            func = (
+                mod["main"]
+                if "main" in [gv.name_hint for gv in mod.get_global_vars()]
+                else mod[mod.get_global_vars()[0]]
+            )
             cand = ms.MeasureCandidate(Schedule(mod), ArgInfo.from_prim_func(func))
             cached = (ms.TuneContext(mod=mod, task_name=task.name, num_threads=1), cand)
             self._mods[task.key] = cached
@@ -836,8 +960,13 @@ class XGBCostModel(CostModel):
                 scores = {g.key: self._predict_features(g.task, g.features) for g in vgroups}
                 m = tcl_metrics.evaluate(lats, scores, weights={g.key: g.task.weight for g in vgroups})
                 metrics = {f"valid_{k}": v for k, v in m.items()}
-        self.info = {"profile": train.profile, "dataset_fingerprint": dataset_fingerprint(train),
-                     "metrics": metrics, "counts": counts, "seed": seed}
+        self.info = {
+            "profile": train.profile,
+            "dataset_fingerprint": dataset_fingerprint(train),
+            "metrics": metrics,
+            "counts": counts,
+            "seed": seed,
+        }
         return metrics
 
     def _predict_features(self, task: Task, features: Any) -> np.ndarray:
@@ -862,24 +991,36 @@ class XGBCostModel(CostModel):
         """XGBoost has no hidden state: the per-store features summed over stores."""
         arrays = self._store_arrays(self.featurizer.featurize(task, list(programs))) if programs else []
         dim = next((a.shape[1] for a in arrays if a.size), 164)
-        return np.stack([a.sum(0) if a.size else np.zeros(dim, np.float32) for a in arrays]).astype(np.float64) \
-            if arrays else np.zeros((0, dim))
+        return (
+            np.stack([a.sum(0) if a.size else np.zeros(dim, np.float32) for a in arrays]).astype(np.float64)
+            if arrays
+            else np.zeros((0, dim))
+        )
 
     def save(self, path: Path) -> None:
         if self.model is None or self.model.booster is None:
             raise TclError("cost model xgb is not trained; nothing to save")
-        config = {"format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_VERSION, "model": self.name,
-                  "hyper_parameters": dict(self.options),
-                  "featurizer": {"name": self.featurizer.name, "version": str(self.featurizer.version)},
-                  "profile": self.info.get("profile"), "dataset_fingerprint": self.info.get("dataset_fingerprint"),
-                  "metrics": self.info.get("metrics", {}), "counts": self.info.get("counts", {}),
-                  "seed": self.info.get("seed"), "tcl_version": tcl.__version__, "date": _now()}
+        config = {
+            "format": CHECKPOINT_FORMAT,
+            "format_version": CHECKPOINT_VERSION,
+            "model": self.name,
+            "hyper_parameters": dict(self.options),
+            "featurizer": {"name": self.featurizer.name, "version": str(self.featurizer.version)},
+            "profile": self.info.get("profile"),
+            "dataset_fingerprint": self.info.get("dataset_fingerprint"),
+            "metrics": self.info.get("metrics", {}),
+            "counts": self.info.get("counts", {}),
+            "seed": self.info.get("seed"),
+            "tcl_version": tcl.__version__,
+            "date": _now(),
+        }
         booster = self.model.booster
         _write_checkpoint(Path(path), config, lambda d: booster.save_model(str(d / XGB_FILE)))
 
     @classmethod
-    def load(cls, path: Path, *, featurizer: str | Featurizer | None = None, verbose: bool = True,
-             **_ignored: Any) -> "XGBCostModel":
+    def load(
+        cls, path: Path, *, featurizer: str | Featurizer | None = None, verbose: bool = True, **_ignored: Any
+    ) -> "XGBCostModel":
         import xgboost as xgb
 
         cfg_path, cfg = read_checkpoint_config(path)
@@ -902,8 +1043,12 @@ class XGBCostModel(CostModel):
 
 # ---- registry -----------------------------------------------------------------------------
 
-MODELS: dict[str, type[CostModel]] = {"mlp": MLPCostModel, "tlp": TLPCostModel, "mamba": MambaCostModel,
-                                      "xgb": XGBCostModel}
+MODELS: dict[str, type[CostModel]] = {
+    "mlp": MLPCostModel,
+    "tlp": TLPCostModel,
+    "mamba": MambaCostModel,
+    "xgb": XGBCostModel,
+}
 
 
 def load_model(path: str | os.PathLike, **options: Any) -> CostModel:
@@ -911,6 +1056,7 @@ def load_model(path: str | os.PathLike, **options: Any) -> CostModel:
     cfg_path, cfg = read_checkpoint_config(path)
     cls = MODELS.get(str(cfg.get("model")))
     if cls is None:
-        raise TclError(f"{cfg_path}: cost model '{cfg.get('model')}' is not a built-in one "
-                       f"({', '.join(sorted(MODELS))})")
+        raise TclError(
+            f"{cfg_path}: cost model '{cfg.get('model')}' is not a built-in one ({', '.join(sorted(MODELS))})"
+        )
     return cls.load(Path(path), **options)

@@ -77,34 +77,87 @@ from tcl.registrations import FeaturizerRegistration
 #: Every instruction kind TVM 0.27 registers (``InstructionKind.get`` accepts each of them).
 KINDS: tuple[str, ...] = (
     # sampling
-    "SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical", "SampleComputeLocation",
+    "SamplePerfectTile",
+    "SamplePartitionedTile",
+    "SampleCategorical",
+    "SampleComputeLocation",
     # look-ups
-    "GetSBlock", "GetLoops", "GetChildBlocks", "GetProducers", "GetConsumers", "GetOutputBlocks",
+    "GetSBlock",
+    "GetLoops",
+    "GetChildBlocks",
+    "GetProducers",
+    "GetConsumers",
+    "GetOutputBlocks",
     # loops
-    "Split", "LoopPartition", "Fuse", "Merge", "Reorder", "ReorderBlockIterVar", "AddUnitLoop",
-    "Parallel", "Vectorize", "Unroll", "Bind",
+    "Split",
+    "LoopPartition",
+    "Fuse",
+    "Merge",
+    "Reorder",
+    "ReorderBlockIterVar",
+    "AddUnitLoop",
+    "Parallel",
+    "Vectorize",
+    "Unroll",
+    "Bind",
     # caches and data movement
-    "CacheRead", "CacheWrite", "ReindexCacheRead", "ReindexCacheWrite", "CacheInplace", "CacheIndex",
-    "ReIndex", "ReadAt", "WriteAt", "SetScope", "StorageAlign", "UnsafeSetDType", "RollingBuffer",
+    "CacheRead",
+    "CacheWrite",
+    "ReindexCacheRead",
+    "ReindexCacheWrite",
+    "CacheInplace",
+    "CacheIndex",
+    "ReIndex",
+    "ReadAt",
+    "WriteAt",
+    "SetScope",
+    "StorageAlign",
+    "UnsafeSetDType",
+    "RollingBuffer",
     # compute location
-    "ComputeAt", "ReverseComputeAt", "ComputeInline", "ReverseComputeInline", "FuseReductionEpilogue",
+    "ComputeAt",
+    "ReverseComputeAt",
+    "ComputeInline",
+    "ReverseComputeInline",
+    "FuseReductionEpilogue",
     # reduction, tensorization, layout, padding
-    "DecomposeReduction", "RFactor", "Blockize", "Tensorize", "TransformLayout", "TransformBlockLayout",
-    "DecomposePadding", "PadEinsum",
+    "DecomposeReduction",
+    "RFactor",
+    "Blockize",
+    "Tensorize",
+    "TransformLayout",
+    "TransformBlockLayout",
+    "DecomposePadding",
+    "PadEinsum",
     # annotations and markers
-    "Annotate", "Unannotate", "AnnotateBufferAccess", "UnsafeHideBufferAccess", "EnterPostproc",
+    "Annotate",
+    "Unannotate",
+    "AnnotateBufferAccess",
+    "UnsafeHideBufferAccess",
+    "EnterPostproc",
     # auto_scheduler steps without a MetaSchedule equivalent
-    "FollowSplit", "FollowFusedSplit", "ComputeRoot",
+    "FollowSplit",
+    "FollowFusedSplit",
+    "ComputeRoot",
     "other",
 )
 KIND_ALIASES = {"GetBlock": "GetSBlock"}  # older TVM spelling
 
 ANNOTATION_KEYS: tuple[str, ...] = (
-    "meta_schedule.parallel", "meta_schedule.vectorize", "meta_schedule.unroll_explicit",
-    "meta_schedule.unroll_implicit", "pragma_auto_unroll_max_step", "pragma_unroll_explicit",
-    "meta_schedule.tiling_structure", "meta_schedule.cooperative_fetch", "meta_schedule.thread_extent",
-    "meta_schedule.auto_tensorize", "software_pipeline", "meta_schedule.random_compute_producer",
-    "meta_schedule.layout_rewrite_preproc", "other",
+    "meta_schedule.parallel",
+    "meta_schedule.vectorize",
+    "meta_schedule.unroll_explicit",
+    "meta_schedule.unroll_implicit",
+    "pragma_auto_unroll_max_step",
+    "pragma_unroll_explicit",
+    "meta_schedule.tiling_structure",
+    "meta_schedule.cooperative_fetch",
+    "meta_schedule.thread_extent",
+    "meta_schedule.auto_tensorize",
+    "software_pipeline",
+    "meta_schedule.random_compute_producer",
+    "meta_schedule.layout_rewrite_preproc",
+    "other",
 )
 ANNOTATION_ALIASES = {
     "meta_schedule.thread_extent_low_inclusive": "meta_schedule.thread_extent",
@@ -119,16 +172,34 @@ ANNOTATION_ALIASES = {
 
 #: Strings that carry meaning as values (storage scopes, thread axes); others are dropped.
 STRING_CODES = {
-    "global": 1, "shared": 2, "shared.dyn": 3, "local": 4, "warp": 5,
-    "wmma.matrix_a": 6, "wmma.matrix_b": 7, "wmma.accumulator": 8, "m16n8k8.matrixA": 6,
-    "m16n8k8.matrixB": 7, "m16n8k8.matrixC": 8, "global.texture": 9,
-    "blockIdx.x": 11, "blockIdx.y": 12, "blockIdx.z": 13, "threadIdx.x": 14, "threadIdx.y": 15,
-    "threadIdx.z": 16, "vthread": 17, "vthread.x": 17, "vthread.y": 18, "vthread.z": 19,
+    "global": 1,
+    "shared": 2,
+    "shared.dyn": 3,
+    "local": 4,
+    "warp": 5,
+    "wmma.matrix_a": 6,
+    "wmma.matrix_b": 7,
+    "wmma.accumulator": 8,
+    "m16n8k8.matrixA": 6,
+    "m16n8k8.matrixB": 7,
+    "m16n8k8.matrixC": 8,
+    "global.texture": 9,
+    "blockIdx.x": 11,
+    "blockIdx.y": 12,
+    "blockIdx.z": 13,
+    "threadIdx.x": 14,
+    "threadIdx.y": 15,
+    "threadIdx.z": 16,
+    "vthread": 17,
+    "vthread.x": 17,
+    "vthread.y": 18,
+    "vthread.z": 19,
 }
 
 #: Look-up instructions left out by default (see the module doc).
-DROPPED = frozenset({"GetSBlock", "GetBlock", "GetLoops", "GetChildBlocks", "GetProducers", "GetConsumers",
-                     "GetOutputBlocks"})
+DROPPED = frozenset(
+    {"GetSBlock", "GetBlock", "GetLoops", "GetChildBlocks", "GetProducers", "GetConsumers", "GetOutputBlocks"}
+)
 
 N_KINDS = len(KINDS)
 N_ANN = len(ANNOTATION_KEYS)
@@ -152,17 +223,35 @@ _ANNOTATE_KINDS = frozenset({"Annotate", "Unannotate"})
 
 # auto_scheduler step -> our kind
 TENSET_KINDS = {
-    "SP": "Split", "FSP": "FollowSplit", "FFSP": "FollowFusedSplit", "FU": "Fuse", "RE": "Reorder",
-    "CA": "ComputeAt", "CI": "ComputeInline", "CR": "ComputeRoot", "CHR": "CacheRead", "CHW": "CacheWrite",
-    "RF": "RFactor", "SA": "StorageAlign", "PR": "Annotate", "AN": "Annotate",
+    "SP": "Split",
+    "FSP": "FollowSplit",
+    "FFSP": "FollowFusedSplit",
+    "FU": "Fuse",
+    "RE": "Reorder",
+    "CA": "ComputeAt",
+    "CI": "ComputeInline",
+    "CR": "ComputeRoot",
+    "CHR": "CacheRead",
+    "CHW": "CacheWrite",
+    "RF": "RFactor",
+    "SA": "StorageAlign",
+    "PR": "Annotate",
+    "AN": "Annotate",
 }
 # auto_scheduler IteratorAnnotation -> (kind, thread-axis code)
 TENSET_ANNOTATIONS = {
-    0: ("Annotate", 0), 1: ("Unroll", 0), 2: ("Vectorize", 0), 3: ("Parallel", 0),
-    4: ("Bind", STRING_CODES["vthread"]), 5: ("Bind", STRING_CODES["blockIdx.x"]),
-    6: ("Bind", STRING_CODES["threadIdx.x"]), 7: ("Bind", STRING_CODES["blockIdx.y"]),
-    8: ("Bind", STRING_CODES["threadIdx.y"]), 9: ("Bind", STRING_CODES["blockIdx.z"]),
-    10: ("Bind", STRING_CODES["threadIdx.z"]), 11: ("Tensorize", 0),
+    0: ("Annotate", 0),
+    1: ("Unroll", 0),
+    2: ("Vectorize", 0),
+    3: ("Parallel", 0),
+    4: ("Bind", STRING_CODES["vthread"]),
+    5: ("Bind", STRING_CODES["blockIdx.x"]),
+    6: ("Bind", STRING_CODES["threadIdx.x"]),
+    7: ("Bind", STRING_CODES["blockIdx.y"]),
+    8: ("Bind", STRING_CODES["threadIdx.y"]),
+    9: ("Bind", STRING_CODES["blockIdx.z"]),
+    10: ("Bind", STRING_CODES["threadIdx.z"]),
+    11: ("Tensorize", 0),
 }
 
 
@@ -233,8 +322,10 @@ class TraceSeqFeaturizer(Featurizer):
                         trace = trace_to_json(trace if trace is not None else prog.schedule)
                     rows, first_post = _ms_rows(trace, L, tab, self._kind_info, memo)
             except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise TclError(f"trace-seq: malformed {prog.source} trace (program {p} of task {task.name}): "
-                               f"{type(exc).__name__}: {exc}") from None
+                raise TclError(
+                    f"trace-seq: malformed {prog.source} trace (program {p} of task {task.name}): "
+                    f"{type(exc).__name__}: {exc}"
+                ) from None
             k = len(rows)
             if k:
                 ids[p, :k] = rows
@@ -369,8 +460,14 @@ def _ms_rows(trace: Any, L: int, tab: _Table, info: dict[str, tuple[int, int]], 
                     else:
                         trail.append(~len(specs))
                         specs.append((i, deps))
-                        memo.dyn.setdefault((pid, i, _dkey(dec.get(deps[0])) if len(deps) == 1
-                                             else tuple(_dkey(dec.get(j)) for j in deps)), rid)
+                        memo.dyn.setdefault(
+                            (
+                                pid,
+                                i,
+                                _dkey(dec.get(deps[0])) if len(deps) == 1 else tuple(_dkey(dec.get(j)) for j in deps),
+                            ),
+                            rid,
+                        )
                         if cat == _SAMPLE:
                             samples.append(i)
             elif trail is not None:
@@ -384,8 +481,13 @@ def _ms_rows(trace: Any, L: int, tab: _Table, info: dict[str, tuple[int, int]], 
     return rows, first_post
 
 
-def _fill(insts: Sequence[Any], dec: Mapping[int, Any], samples: Sequence[int], sampled: dict[str, float],
-          producers: dict[str, int]) -> None:
+def _fill(
+    insts: Sequence[Any],
+    dec: Mapping[int, Any],
+    samples: Sequence[int],
+    sampled: dict[str, float],
+    producers: dict[str, int],
+) -> None:
     """Values (and producers) of the variables the sampling instructions ``samples`` made."""
     for j in samples:
         kind, _inputs, attrs, outputs = insts[j]
@@ -420,8 +522,15 @@ class _Memo:
         self.next_id = 0
 
 
-def _row(inst: Any, i: int, dec: Mapping[int, Any], sampled: dict[str, float], producers: dict[str, int],
-         tab: _Table, info: dict[str, tuple[int, int]]) -> tuple[int, tuple[int, ...] | None]:
+def _row(
+    inst: Any,
+    i: int,
+    dec: Mapping[int, Any],
+    sampled: dict[str, float],
+    producers: dict[str, int],
+    tab: _Table,
+    info: dict[str, tuple[int, int]],
+) -> tuple[int, tuple[int, ...] | None]:
     """Build the row of instruction ``i``; return its id and what it depends on: ``None``
     when nothing sampled (the row may be reused for an equal instruction), else the indices
     of the sampling instructions whose decisions determine it."""
@@ -578,11 +687,29 @@ def _tenset_rows(steps: Any, L: int, tab: _Table) -> list[int]:
 _SCAN, _DROP, _SAMPLE, _SIMPLE, _NAMED, _POSTPROC = range(6)
 _OTHER_INFO = (OTHER_KIND, _SCAN)
 #: kinds whose inputs are only block/loop names and whose attributes are only numbers
-_SIMPLE_KINDS = frozenset({
-    "Fuse", "Merge", "Reorder", "ReorderBlockIterVar", "AddUnitLoop", "Parallel", "Vectorize", "Unroll",
-    "ComputeInline", "ReverseComputeInline", "DecomposeReduction", "RFactor", "Blockize", "GetLoops",
-    "GetChildBlocks", "GetProducers", "GetConsumers", "GetOutputBlocks", "DecomposePadding",
-})
+_SIMPLE_KINDS = frozenset(
+    {
+        "Fuse",
+        "Merge",
+        "Reorder",
+        "ReorderBlockIterVar",
+        "AddUnitLoop",
+        "Parallel",
+        "Vectorize",
+        "Unroll",
+        "ComputeInline",
+        "ReverseComputeInline",
+        "DecomposeReduction",
+        "RFactor",
+        "Blockize",
+        "GetLoops",
+        "GetChildBlocks",
+        "GetProducers",
+        "GetConsumers",
+        "GetOutputBlocks",
+        "DecomposePadding",
+    }
+)
 #: kinds whose inputs are only names but whose attributes may hold strings (keys, scopes, axes)
 _NAMED_KINDS = frozenset({"Unannotate", "Bind", "GetSBlock", "SetScope"})
 #: kinds whose loop input may be the output of SampleComputeLocation: never reused
@@ -609,7 +736,9 @@ def _kind_info(drop: frozenset[str]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _sample_values(kind: str, attrs: Any, decision: Any, outputs: Sequence[str], sampled: dict[str, float]) -> list[float]:
+def _sample_values(
+    kind: str, attrs: Any, decision: Any, outputs: Sequence[str], sampled: dict[str, float]
+) -> list[float]:
     """Values of a sampling instruction's row; records its outputs' values in ``sampled``."""
     if kind == "SampleCategorical":
         cands = attrs[0] if attrs else []
@@ -703,7 +832,9 @@ class PerStoreFeaturizer(Featurizer):
 
         if self._extractor is None:
             self._extractor = ms.feature_extractor.PerStoreFeature()
-        if any(p.source == "tenset" for p in programs) or (task.mod_b64 is None and any(p.schedule is None for p in programs)):
+        if any(p.source == "tenset" for p in programs) or (
+            task.mod_b64 is None and any(p.schedule is None for p in programs)
+        ):
             raise TclError(f"per-store: task {task.name} has no TVM workload (TenSet import?); use trace-seq")
         mod, tc, args = self._context(task)
         from tcl.pools import trace_to_schedule
@@ -711,7 +842,7 @@ class PerStoreFeaturizer(Featurizer):
         out: list[np.ndarray] = []
         for start in range(0, len(programs), self.batch):
             cands = []
-            for prog in programs[start:start + self.batch]:
+            for prog in programs[start : start + self.batch]:
                 sch = prog.schedule
                 if sch is None:
                     try:
@@ -738,11 +869,15 @@ def measure_speed(featurizer: Featurizer, task: Task, programs: Sequence[Program
 def tcl_register_featurizers() -> list[FeaturizerRegistration]:
     return [
         FeaturizerRegistration(
-            name=PerStoreFeaturizer.name, factory=PerStoreFeaturizer, version=PerStoreFeaturizer.version,
+            name=PerStoreFeaturizer.name,
+            factory=PerStoreFeaturizer,
+            version=PerStoreFeaturizer.version,
             description="TVM PerStoreFeature: (n_stores, 164) float32 per program (Tenset-MLP input); needs TVM",
         ),
         FeaturizerRegistration(
-            name=TraceSeqFeaturizer.name, factory=TraceSeqFeaturizer, version=TraceSeqFeaturizer.version,
+            name=TraceSeqFeaturizer.name,
+            factory=TraceSeqFeaturizer,
+            version=TraceSeqFeaturizer.version,
             description=f"TLP-style primitive sequence: (n, L=48, F={WIDTH}) float32; MetaSchedule traces and TenSet steps",
         ),
     ]

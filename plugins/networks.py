@@ -31,11 +31,27 @@ class ConvBNAct(nn.Sequential):
     the conv, giving the conv+bias(+act) tasks of a real compiled CNN.
     """
 
-    def __init__(self, cin: int, cout: int, kernel: int, stride: int = 1, groups: int = 1, act: nn.Module | None = None,
-                 dilation: int = 1):
+    def __init__(
+        self,
+        cin: int,
+        cout: int,
+        kernel: int,
+        stride: int = 1,
+        groups: int = 1,
+        act: nn.Module | None = None,
+        dilation: int = 1,
+    ):
         layers: list[nn.Module] = [
-            nn.Conv2d(cin, cout, kernel, stride, padding=dilation * (kernel // 2), dilation=dilation, groups=groups,
-                      bias=False),
+            nn.Conv2d(
+                cin,
+                cout,
+                kernel,
+                stride,
+                padding=dilation * (kernel // 2),
+                dilation=dilation,
+                groups=groups,
+                bias=False,
+            ),
             nn.BatchNorm2d(cout),
         ]
         if act is not None:
@@ -86,7 +102,9 @@ class FeedForward(nn.Sequential):
 class PreNormBlock(nn.Module):
     """Pre-LayerNorm transformer block (ViT, GPT-2): x + attn(ln(x)), then x + mlp(ln(x))."""
 
-    def __init__(self, dim: int, heads: int, mlp_dim: int, seq_len: int, causal: bool = False, approximate: str = "none"):
+    def __init__(
+        self, dim: int, heads: int, mlp_dim: int, seq_len: int, causal: bool = False, approximate: str = "none"
+    ):
         super().__init__()
         self.ln1 = nn.LayerNorm(dim)
         self.attn = SelfAttention(dim, heads, seq_len, causal)
@@ -178,7 +196,15 @@ class InvertedResidual(nn.Module):
 class MobileNetV2(nn.Module):
     """MobileNetV2 (width 1.0) for 224x224: the paper's (expand, channels, repeats, stride) table."""
 
-    SETTINGS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+    SETTINGS = [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]
 
     def __init__(self, num_classes: int = 1000):
         super().__init__()
@@ -200,7 +226,9 @@ class Bottleneck(nn.Module):
     """ResNet-50 / ResNeXt bottleneck (torchvision's v1.5: the stride on the 3x3):
     1x1 reduce → 3x3 (grouped for ResNeXt, dilated in DeepLab's last stage) → 1x1 expand x4."""
 
-    def __init__(self, cin: int, planes: int, stride: int, groups: int = 1, width_per_group: int = 64, dilation: int = 1):
+    def __init__(
+        self, cin: int, planes: int, stride: int, groups: int = 1, width_per_group: int = 64, dilation: int = 1
+    ):
         super().__init__()
         width = planes * width_per_group // 64 * groups
         cout = planes * 4
@@ -259,8 +287,16 @@ class MBConv(nn.Module):
     """Mobile inverted bottleneck with optional squeeze-excitation (MobileNetV3, EfficientNet):
     1x1 expand → kxk depthwise → [SE] → 1x1 project, residual when shapes allow."""
 
-    def __init__(self, cin: int, hidden: int, cout: int, kernel: int, stride: int, act: Callable[[], nn.Module],
-                 se: SqueezeExcite | None):
+    def __init__(
+        self,
+        cin: int,
+        hidden: int,
+        cout: int,
+        kernel: int,
+        stride: int,
+        act: Callable[[], nn.Module],
+        se: SqueezeExcite | None,
+    ):
         super().__init__()
         layers: list[nn.Module] = []
         if hidden != cin:
@@ -280,11 +316,21 @@ class MobileNetV3Large(nn.Module):
     """MobileNetV3-Large for 224x224: the paper's table (kernel, expansion, out, SE, hard-swish, stride)."""
 
     SETTINGS = [
-        (3, 16, 16, False, False, 1), (3, 64, 24, False, False, 2), (3, 72, 24, False, False, 1),
-        (5, 72, 40, True, False, 2), (5, 120, 40, True, False, 1), (5, 120, 40, True, False, 1),
-        (3, 240, 80, False, True, 2), (3, 200, 80, False, True, 1), (3, 184, 80, False, True, 1),
-        (3, 184, 80, False, True, 1), (3, 480, 112, True, True, 1), (3, 672, 112, True, True, 1),
-        (5, 672, 160, True, True, 2), (5, 960, 160, True, True, 1), (5, 960, 160, True, True, 1),
+        (3, 16, 16, False, False, 1),
+        (3, 64, 24, False, False, 2),
+        (3, 72, 24, False, False, 1),
+        (5, 72, 40, True, False, 2),
+        (5, 120, 40, True, False, 1),
+        (5, 120, 40, True, False, 1),
+        (3, 240, 80, False, True, 2),
+        (3, 200, 80, False, True, 1),
+        (3, 184, 80, False, True, 1),
+        (3, 184, 80, False, True, 1),
+        (3, 480, 112, True, True, 1),
+        (3, 672, 112, True, True, 1),
+        (5, 672, 160, True, True, 2),
+        (5, 960, 160, True, True, 1),
+        (5, 960, 160, True, True, 1),
     ]
 
     def __init__(self, num_classes: int = 1000):
@@ -307,8 +353,15 @@ class MobileNetV3Large(nn.Module):
 class EfficientNetB0(nn.Module):
     """EfficientNet-B0 for 224x224: (expansion, kernel, stride, out, repeats) stages, SiLU, SE 0.25."""
 
-    STAGES = [(1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3), (6, 5, 1, 112, 3),
-              (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)]
+    STAGES = [
+        (1, 3, 1, 16, 1),
+        (6, 3, 2, 24, 2),
+        (6, 5, 2, 40, 2),
+        (6, 3, 2, 80, 3),
+        (6, 5, 1, 112, 3),
+        (6, 5, 2, 192, 4),
+        (6, 3, 1, 320, 1),
+    ]
 
     def __init__(self, num_classes: int = 1000):
         super().__init__()
@@ -354,8 +407,12 @@ class DenseNet121(nn.Module):
                 layers.append(DenseLayer(channels, growth))
                 channels += growth
             if i + 1 < len(blocks):
-                layers += [nn.BatchNorm2d(channels), nn.ReLU(), nn.Conv2d(channels, channels // 2, 1, bias=False),
-                           nn.AvgPool2d(2, 2)]
+                layers += [
+                    nn.BatchNorm2d(channels),
+                    nn.ReLU(),
+                    nn.Conv2d(channels, channels // 2, 1, bias=False),
+                    nn.AvgPool2d(2, 2),
+                ]
                 channels //= 2
         layers += [nn.BatchNorm2d(channels), nn.ReLU()]
         self.features = nn.Sequential(*layers)
@@ -386,10 +443,19 @@ class SqueezeNet11(nn.Module):
         super().__init__()
         pool = lambda: nn.MaxPool2d(3, 2, ceil_mode=True)  # noqa: E731
         self.features = nn.Sequential(
-            nn.Conv2d(3, 64, 3, 2), nn.ReLU(), pool(),
-            Fire(64, 16, 64, 64), Fire(128, 16, 64, 64), pool(),
-            Fire(128, 32, 128, 128), Fire(256, 32, 128, 128), pool(),
-            Fire(256, 48, 192, 192), Fire(384, 48, 192, 192), Fire(384, 64, 256, 256), Fire(512, 64, 256, 256),
+            nn.Conv2d(3, 64, 3, 2),
+            nn.ReLU(),
+            pool(),
+            Fire(64, 16, 64, 64),
+            Fire(128, 16, 64, 64),
+            pool(),
+            Fire(128, 32, 128, 128),
+            Fire(256, 32, 128, 128),
+            pool(),
+            Fire(256, 48, 192, 192),
+            Fire(384, 48, 192, 192),
+            Fire(384, 64, 256, 256),
+            Fire(512, 64, 256, 256),
         )
         self.classifier = nn.Sequential(nn.Conv2d(512, num_classes, 1), nn.ReLU())
 
@@ -416,10 +482,14 @@ class GoogLeNet(nn.Module):
     """GoogLeNet (Inception v1, with BatchNorm) for 224x224: the paper's nine inception modules."""
 
     MODULES = {
-        "3a": (192, 64, 96, 128, 16, 32, 32), "3b": (256, 128, 128, 192, 32, 96, 64),
-        "4a": (480, 192, 96, 208, 16, 48, 64), "4b": (512, 160, 112, 224, 24, 64, 64),
-        "4c": (512, 128, 128, 256, 24, 64, 64), "4d": (512, 112, 144, 288, 32, 64, 64),
-        "4e": (528, 256, 160, 320, 32, 128, 128), "5a": (832, 256, 160, 320, 32, 128, 128),
+        "3a": (192, 64, 96, 128, 16, 32, 32),
+        "3b": (256, 128, 128, 192, 32, 96, 64),
+        "4a": (480, 192, 96, 208, 16, 48, 64),
+        "4b": (512, 160, 112, 224, 24, 64, 64),
+        "4c": (512, 128, 128, 256, 24, 64, 64),
+        "4d": (512, 112, 144, 288, 32, 64, 64),
+        "4e": (528, 256, 160, 320, 32, 128, 128),
+        "5a": (832, 256, 160, 320, 32, 128, 128),
         "5b": (832, 384, 192, 384, 48, 128, 128),
     }
 
@@ -428,9 +498,22 @@ class GoogLeNet(nn.Module):
         pool = lambda: nn.MaxPool2d(3, 2, padding=1)  # noqa: E731
         m = {k: InceptionBlock(*v) for k, v in self.MODULES.items()}
         self.features = nn.Sequential(
-            ConvBNAct(3, 64, 7, 2, act=nn.ReLU()), pool(),
-            ConvBNAct(64, 64, 1, act=nn.ReLU()), ConvBNAct(64, 192, 3, act=nn.ReLU()), pool(),
-            m["3a"], m["3b"], pool(), m["4a"], m["4b"], m["4c"], m["4d"], m["4e"], pool(), m["5a"], m["5b"],
+            ConvBNAct(3, 64, 7, 2, act=nn.ReLU()),
+            pool(),
+            ConvBNAct(64, 64, 1, act=nn.ReLU()),
+            ConvBNAct(64, 192, 3, act=nn.ReLU()),
+            pool(),
+            m["3a"],
+            m["3b"],
+            pool(),
+            m["4a"],
+            m["4b"],
+            m["4c"],
+            m["4d"],
+            m["4e"],
+            pool(),
+            m["5a"],
+            m["5b"],
         )
         self.fc = nn.Linear(1024, num_classes)
 
@@ -535,7 +618,9 @@ class DeepLabV3Head(nn.Module):
     def __init__(self, classes: int = 21, rates: tuple[int, ...] = (6, 12, 18)):
         super().__init__()
         self.stage4 = nn.Sequential(
-            Bottleneck(1024, 512, 1, dilation=2), Bottleneck(2048, 512, 1, dilation=2), Bottleneck(2048, 512, 1, dilation=2)
+            Bottleneck(1024, 512, 1, dilation=2),
+            Bottleneck(2048, 512, 1, dilation=2),
+            Bottleneck(2048, 512, 1, dilation=2),
         )
         branches: list[nn.Module] = [ConvBNAct(2048, 256, 1, act=nn.ReLU())]
         branches += [ConvBNAct(2048, 256, 3, act=nn.ReLU(), dilation=r) for r in rates]
@@ -559,7 +644,9 @@ class BertEncoder(nn.Module):
     input is ``input_ids``; both constants are buffers, which keeps them out of the inputs.
     """
 
-    def __init__(self, vocab: int, dim: int, layers: int, heads: int, mlp_dim: int, seq_len: int, max_positions: int = 512):
+    def __init__(
+        self, vocab: int, dim: int, layers: int, heads: int, mlp_dim: int, seq_len: int, max_positions: int = 512
+    ):
         super().__init__()
         self.word = nn.Embedding(vocab, dim)
         self.position = nn.Embedding(max_positions, dim)
@@ -612,7 +699,9 @@ class MixerBlock(nn.Module):
 class MlpMixer(nn.Module):
     """MLP-Mixer: patch embedding, mixer blocks, global average over tokens, linear head."""
 
-    def __init__(self, image: int, patch: int, dim: int, depth: int, token_mlp: int, channel_mlp: int, num_classes: int = 1000):
+    def __init__(
+        self, image: int, patch: int, dim: int, depth: int, token_mlp: int, channel_mlp: int, num_classes: int = 1000
+    ):
         super().__init__()
         tokens = (image // patch) ** 2
         self.embed = PatchEmbed(patch, dim)
@@ -768,7 +857,9 @@ def _randomize_batchnorm(module: nn.Module, generator: torch.Generator) -> None:
             m.bias.data.copy_(torch.randn(n, generator=generator) * 0.1)
 
 
-def _build(make: Callable[[], nn.Module], make_inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]], seed: int) -> NetworkDefinition:
+def _build(
+    make: Callable[[], nn.Module], make_inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]], seed: int
+) -> NetworkDefinition:
     """Build a module and its inputs under ``seed`` without touching the caller's RNG state."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

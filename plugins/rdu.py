@@ -80,8 +80,9 @@ def duplicate_groups(emb: np.ndarray) -> np.ndarray:
     return inverse.ravel()
 
 
-def representativeness(x: np.ndarray, fit_rows: np.ndarray, n_clusters: int, seed: int,
-                       minibatch_above: int = 5000, n_init: int = 1) -> np.ndarray:
+def representativeness(
+    x: np.ndarray, fit_rows: np.ndarray, n_clusters: int, seed: int, minibatch_above: int = 5000, n_init: int = 1
+) -> np.ndarray:
     """R for every row of ``x``: 1 - distance to its k-means centroid / the cluster's largest."""
     from sklearn.cluster import KMeans, MiniBatchKMeans
 
@@ -90,8 +91,14 @@ def representativeness(x: np.ndarray, fit_rows: np.ndarray, n_clusters: int, see
     if k == 1:
         centers = fit_x.mean(axis=0, keepdims=True)
     elif fit_x.shape[0] > minibatch_above:
-        km = MiniBatchKMeans(n_clusters=k, n_init=n_init, random_state=seed, batch_size=4096,
-                             max_iter=20, init_size=min(fit_x.shape[0], max(3 * k, 4096)))
+        km = MiniBatchKMeans(
+            n_clusters=k,
+            n_init=n_init,
+            random_state=seed,
+            batch_size=4096,
+            max_iter=20,
+            init_size=min(fit_x.shape[0], max(3 * k, 4096)),
+        )
         centers = km.fit(fit_x).cluster_centers_
     else:
         km = KMeans(n_clusters=k, n_init=n_init, random_state=seed, max_iter=100)
@@ -102,13 +109,13 @@ def representativeness(x: np.ndarray, fit_rows: np.ndarray, n_clusters: int, see
     labels = np.empty(n, dtype=np.int64)
     dist2 = np.empty(n, dtype=np.float64)
     c2 = (centers * centers).sum(axis=1)
-    step = max(1, 2 ** 24 // max(1, k))
+    step = max(1, 2**24 // max(1, k))
     for s in range(0, n, step):
-        blk = x[s:s + step]
+        blk = x[s : s + step]
         d2 = (blk * blk).sum(axis=1)[:, None] + c2[None, :] - 2.0 * (blk @ centers.T)
         lab = np.argmin(d2, axis=1)
-        labels[s:s + step] = lab
-        dist2[s:s + step] = np.maximum(d2[np.arange(blk.shape[0]), lab], 0.0)
+        labels[s : s + step] = lab
+        dist2[s : s + step] = np.maximum(d2[np.arange(blk.shape[0]), lab], 0.0)
     dist = np.sqrt(dist2)
     cmax = np.zeros(k, dtype=np.float64)
     np.maximum.at(cmax, labels, dist)
@@ -120,15 +127,23 @@ def _update_dmin2(dmin2: np.ndarray, x: np.ndarray, sq: np.ndarray, picks: np.nd
     """dmin2 = min(dmin2, squared distance to any of ``picks``), in place (matrix product)."""
     p = x[picks]
     psq = sq[picks]
-    step = max(1, 2 ** 23 // max(1, len(picks)))
+    step = max(1, 2**23 // max(1, len(picks)))
     for s in range(0, x.shape[0], step):
-        d2 = sq[s:s + step, None] + psq[None, :] - 2.0 * (x[s:s + step] @ p.T)
-        np.minimum(dmin2[s:s + step], np.maximum(d2.min(axis=1), 0.0), out=dmin2[s:s + step])
+        d2 = sq[s : s + step, None] + psq[None, :] - 2.0 * (x[s : s + step] @ p.T)
+        np.minimum(dmin2[s : s + step], np.maximum(d2.min(axis=1), 0.0), out=dmin2[s : s + step])
 
 
-def greedy_select(x: np.ndarray, base: np.ndarray, take: int, *, w_d: float = 1.0,
-                  anchors: np.ndarray | None = None, exact_limit: float = 2e7, rounds: int = 100,
-                  shortlist: int = 8) -> np.ndarray:
+def greedy_select(
+    x: np.ndarray,
+    base: np.ndarray,
+    take: int,
+    *,
+    w_d: float = 1.0,
+    anchors: np.ndarray | None = None,
+    exact_limit: float = 2e7,
+    rounds: int = 100,
+    shortlist: int = 8,
+) -> np.ndarray:
     """Greedy k-center-with-scores over candidate rows ``x`` (float32, standardised).
 
     ``base``: the R/U part of the score per candidate; ``anchors``: embeddings of programs that
@@ -146,10 +161,10 @@ def greedy_select(x: np.ndarray, base: np.ndarray, take: int, *, w_d: float = 1.
     if anchors is not None and len(anchors):
         a = np.asarray(anchors, dtype=np.float32)
         asq = (a * a).sum(axis=1)
-        step = max(1, 2 ** 23 // max(1, a.shape[0]))
+        step = max(1, 2**23 // max(1, a.shape[0]))
         for s in range(0, n, step):
-            d2 = sq[s:s + step, None] + asq[None, :] - 2.0 * (x[s:s + step] @ a.T)
-            dmin2[s:s + step] = np.maximum(d2.min(axis=1), 0.0)
+            d2 = sq[s : s + step, None] + asq[None, :] - 2.0 * (x[s : s + step] @ a.T)
+            dmin2[s : s + step] = np.maximum(d2.min(axis=1), 0.0)
     central = None
     if not np.isfinite(dmin2).any():  # nothing measured: first pick ties broken by centrality
         mu = x.mean(axis=0)
@@ -230,9 +245,21 @@ class RDUSampler(Sampler):
 
     name = "rdu"
 
-    def __init__(self, *, w_r: float = 1.0, w_d: float = 1.0, w_u: float = 1.0, n_clusters: int | None = None,
-                 max_clusters: int = 512, featurizer: str | Featurizer = "trace-seq", minibatch_above: int = 5000,
-                 kmeans_n_init: int = 1, exact_limit: float = 2e7, batch_rounds: int = 100, shortlist: int = 8):
+    def __init__(
+        self,
+        *,
+        w_r: float = 1.0,
+        w_d: float = 1.0,
+        w_u: float = 1.0,
+        n_clusters: int | None = None,
+        max_clusters: int = 512,
+        featurizer: str | Featurizer = "trace-seq",
+        minibatch_above: int = 5000,
+        kmeans_n_init: int = 1,
+        exact_limit: float = 2e7,
+        batch_rounds: int = 100,
+        shortlist: int = 8,
+    ):
         for key, w in (("w_r", w_r), ("w_d", w_d), ("w_u", w_u)):
             if not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
                 raise ValueError(f"rdu: {key} must be a finite number >= 0, got {w!r}")
@@ -270,8 +297,11 @@ class RDUSampler(Sampler):
                 emb = np.asarray(model.embed(task, list(pool)), dtype=np.float64).reshape(len(pool), -1)
                 return emb
             except NotImplementedError:
-                log.warning("rdu: cost model %s gives no embedding; using %s features",
-                            getattr(model, "name", "?"), self._featurizer_spec)
+                log.warning(
+                    "rdu: cost model %s gives no embedding; using %s features",
+                    getattr(model, "name", "?"),
+                    self._featurizer_spec,
+                )
         feats = self._fallback_featurizer().featurize(task, list(pool))
         return _flatten_features(feats, len(pool))
 
@@ -285,15 +315,24 @@ class RDUSampler(Sampler):
             u = np.asarray(model.uncertainty(task, list(programs)), dtype=np.float64).reshape(-1)
         except NotImplementedError:
             if not self._warned_u:
-                log.warning("rdu: cost model %s gives no uncertainty; the uncertainty term is 0",
-                            getattr(model, "name", "?"))
+                log.warning(
+                    "rdu: cost model %s gives no uncertainty; the uncertainty term is 0", getattr(model, "name", "?")
+                )
                 self._warned_u = True
             return None
         return np.nan_to_num(u, nan=0.0, posinf=0.0, neginf=0.0)
 
     # -- Sampler
-    def select(self, task: Task, pool: Sequence[Program], budget: int, *, measured: Sequence[int] = (),
-               model: CostModel | None = None, seed: int = 0) -> list[int]:
+    def select(
+        self,
+        task: Task,
+        pool: Sequence[Program],
+        budget: int,
+        *,
+        measured: Sequence[int] = (),
+        model: CostModel | None = None,
+        seed: int = 0,
+    ) -> list[int]:
         n = len(pool)
         measured_mask = np.zeros(n, dtype=bool)
         if len(measured):
@@ -310,8 +349,15 @@ class RDUSampler(Sampler):
             unc = self._uncertainty(task, [pool[i] for i in free], model)
         return self.select_embedded(emb, take, measured_mask, uncertainty=unc, seed=seed)
 
-    def select_embedded(self, emb: np.ndarray, take: int, measured_mask: np.ndarray, *,
-                        uncertainty: np.ndarray | None = None, seed: int = 0) -> list[int]:
+    def select_embedded(
+        self,
+        emb: np.ndarray,
+        take: int,
+        measured_mask: np.ndarray,
+        *,
+        uncertainty: np.ndarray | None = None,
+        seed: int = 0,
+    ) -> list[int]:
         """The selection on a precomputed ``(n, d)`` pool embedding (``uncertainty``: one per
         unmeasured program, in index order, or None). Used by :meth:`select` and the benchmark."""
         n = emb.shape[0]
@@ -333,7 +379,7 @@ class RDUSampler(Sampler):
         fresh_mask[first[ok_groups]] = True
         pos = np.full(n, -1, dtype=np.int64)
         pos[free] = np.arange(free.size)
-        fresh = np.flatnonzero(fresh_mask)           # pool indices, sorted
+        fresh = np.flatnonzero(fresh_mask)  # pool indices, sorted
         rest = free[~fresh_mask[free]]
         # Base score (R and U parts) for every unmeasured program, in ``free`` order.
         base = np.zeros(free.size, dtype=np.float64)
@@ -346,9 +392,16 @@ class RDUSampler(Sampler):
         out: list[int] = []
         n_fresh = min(take, fresh.size)
         if n_fresh:
-            order = greedy_select(x[fresh], base[pos[fresh]], n_fresh, w_d=self.w_d,
-                                  anchors=x[measured_mask], exact_limit=self.exact_limit,
-                                  rounds=self.batch_rounds, shortlist=self.shortlist)
+            order = greedy_select(
+                x[fresh],
+                base[pos[fresh]],
+                n_fresh,
+                w_d=self.w_d,
+                anchors=x[measured_mask],
+                exact_limit=self.exact_limit,
+                rounds=self.batch_rounds,
+                shortlist=self.shortlist,
+            )
             out.extend(fresh[order].tolist())
         if len(out) < take:  # duplicates of chosen/measured programs: D = 0, rank by R/U
             order = np.argsort(-base[pos[rest]], kind="stable")[: take - len(out)]
@@ -361,13 +414,23 @@ _VARIANTS = {"rdu-r": (1.0, 0.0, 0.0), "rdu-d": (0.0, 1.0, 0.0), "rdu-u": (0.0, 
 
 @hookimpl
 def tcl_register_samplers() -> list[SamplerRegistration]:
-    regs = [SamplerRegistration(
-        name="rdu", factory=RDUSampler, needs_model=True,
-        description="TCL's RDU active learning: k-means representativeness + greedy k-center diversity + "
-                    "MC-dropout uncertainty (weights w_r, w_d, w_u; a 0 weight drops a criterion)")]
+    regs = [
+        SamplerRegistration(
+            name="rdu",
+            factory=RDUSampler,
+            needs_model=True,
+            description="TCL's RDU active learning: k-means representativeness + greedy k-center diversity + "
+            "MC-dropout uncertainty (weights w_r, w_d, w_u; a 0 weight drops a criterion)",
+        )
+    ]
     for name, (r, d, u) in _VARIANTS.items():
-        regs.append(SamplerRegistration(
-            name=name, factory=functools.partial(RDUSampler, w_r=r, w_d=d, w_u=u), needs_model=(u > 0),
-            description=f"RDU ablation: only the {name[-1].upper()} criterion (rdu with w_r={r:g}, w_d={d:g}, "
-                        f"w_u={u:g})"))
+        regs.append(
+            SamplerRegistration(
+                name=name,
+                factory=functools.partial(RDUSampler, w_r=r, w_d=d, w_u=u),
+                needs_model=(u > 0),
+                description=f"RDU ablation: only the {name[-1].upper()} criterion (rdu with w_r={r:g}, w_d={d:g}, "
+                f"w_u={u:g})",
+            )
+        )
     return regs

@@ -11,18 +11,37 @@ IMPL = "tcl_plugins.transfer"
 @hookimpl
 def tcl_register_transfer_strategies() -> list[TransferRegistration]:
     return [
-        TransferRegistration(name="continual-kd", factory=Deferred(IMPL, "ContinualKD"),
-                             description="TCL: student from the frozen teacher, LambdaRank + listwise distillation, "
-                                         "one head"),
-        TransferRegistration(name="continual-kd-pc", factory=Deferred(IMPL, "ProgressCompress"),
-                             description="TCL: an active column learns the new platform, the knowledge base distils "
-                                         "it under an EWC penalty; one model"),
-        TransferRegistration(name="as-is", factory=Deferred(IMPL, "AsIs"),
-                             description="the teacher unchanged: the baseline of doing nothing"),
-        TransferRegistration(name="fine-tune", factory=Deferred(IMPL, "FineTune"),
-                             description="start from the teacher, ranking loss on the new sample only"),
-        TransferRegistration(name="mtl", factory=Deferred(IMPL, "MTL"), needs_all_platforms=True,
-                             description="MTL-TLP: shared backbone, one head per platform, trained on all platforms"),
-        TransferRegistration(name="scratch", factory=Deferred(IMPL, "Scratch"), needs_teacher=False,
-                             description="a fresh model trained on the new platform's sample only"),
+        TransferRegistration(
+            name="continual-kd",
+            factory=Deferred(IMPL, "ContinualKD"),
+            description="TCL: student from the frozen teacher, LambdaRank + listwise distillation, one head",
+        ),
+        TransferRegistration(
+            name="continual-kd-pc",
+            factory=Deferred(IMPL, "ProgressCompress"),
+            description="TCL: an active column learns the new platform, the knowledge base distils "
+            "it under an EWC penalty; one model",
+        ),
+        TransferRegistration(
+            name="as-is",
+            factory=Deferred(IMPL, "AsIs"),
+            description="the teacher unchanged: the baseline of doing nothing",
+        ),
+        TransferRegistration(
+            name="fine-tune",
+            factory=Deferred(IMPL, "FineTune"),
+            description="start from the teacher, ranking loss on the new sample only",
+        ),
+        TransferRegistration(
+            name="mtl",
+            factory=Deferred(IMPL, "MTL"),
+            needs_all_platforms=True,
+            description="MTL-TLP: shared backbone, one head per platform, trained on all platforms",
+        ),
+        TransferRegistration(
+            name="scratch",
+            factory=Deferred(IMPL, "Scratch"),
+            needs_teacher=False,
+            description="a fresh model trained on the new platform's sample only",
+        ),
     ]

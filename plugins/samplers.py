@@ -22,16 +22,32 @@ def _unmeasured(pool_size: int, measured: Sequence[int]) -> np.ndarray:
 class AllSampler(Sampler):
     name = "all"
 
-    def select(self, task: Task, pool: Sequence[Program], budget: int, *, measured: Sequence[int] = (),
-               model: CostModel | None = None, seed: int = 0) -> list[int]:
+    def select(
+        self,
+        task: Task,
+        pool: Sequence[Program],
+        budget: int,
+        *,
+        measured: Sequence[int] = (),
+        model: CostModel | None = None,
+        seed: int = 0,
+    ) -> list[int]:
         return _unmeasured(len(pool), measured)[: max(budget, 0)].tolist()
 
 
 class RandomSampler(Sampler):
     name = "random"
 
-    def select(self, task: Task, pool: Sequence[Program], budget: int, *, measured: Sequence[int] = (),
-               model: CostModel | None = None, seed: int = 0) -> list[int]:
+    def select(
+        self,
+        task: Task,
+        pool: Sequence[Program],
+        budget: int,
+        *,
+        measured: Sequence[int] = (),
+        model: CostModel | None = None,
+        seed: int = 0,
+    ) -> list[int]:
         free = _unmeasured(len(pool), measured)
         take = min(max(budget, 0), free.size)
         # Seeded per task so one task's choice does not depend on which tasks came before it.
@@ -43,6 +59,7 @@ class RandomSampler(Sampler):
 def tcl_register_samplers() -> list[SamplerRegistration]:
     return [
         SamplerRegistration(name="all", factory=AllSampler, description="measure every candidate in the pool"),
-        SamplerRegistration(name="random", factory=RandomSampler,
-                            description="uniform random subset of the pool (baseline for RDU)"),
+        SamplerRegistration(
+            name="random", factory=RandomSampler, description="uniform random subset of the pool (baseline for RDU)"
+        ),
     ]

@@ -79,14 +79,20 @@ class _Strategy(TransferStrategy):
         if teacher is None:
             raise TclError(f"transfer strategy {self.name} needs a teacher model (--teacher)")
         if not hasattr(teacher, "clone"):
-            raise TclError(f"transfer strategy {self.name} trains torch cost models (mlp, tlp, mamba); "
-                           f"the teacher is a {teacher.name} model")
+            raise TclError(
+                f"transfer strategy {self.name} trains torch cost models (mlp, tlp, mamba); "
+                f"the teacher is a {teacher.name} model"
+            )
         if self.model and teacher.name != self.model:
-            raise TclError(f"the teacher is a {teacher.name} model, not {self.model}; give a {self.model} teacher "
-                           f"or use --strategy scratch")
+            raise TclError(
+                f"the teacher is a {teacher.name} model, not {self.model}; give a {self.model} teacher "
+                f"or use --strategy scratch"
+            )
         if self.featurizer and teacher.featurizer.name != self.featurizer:
-            raise TclError(f"the teacher uses featurizer {teacher.featurizer.name}, not {self.featurizer}; "
-                           f"give a teacher trained on {self.featurizer} features or use --strategy scratch")
+            raise TclError(
+                f"the teacher uses featurizer {teacher.featurizer.name}, not {self.featurizer}; "
+                f"give a teacher trained on {self.featurizer} features or use --strategy scratch"
+            )
 
     def _student(self, teacher: CostModel | None) -> Any:
         """A trainable copy of the teacher."""
@@ -135,8 +141,11 @@ class Scratch(_Strategy):
         if teacher is None:
             from tcl.discovery import registry
 
-            fresh = registry().create("cost_models", self.model or "mamba",
-                                      **({"epochs": int(self.epochs)} if self.epochs is not None else {}))
+            fresh = registry().create(
+                "cost_models",
+                self.model or "mamba",
+                **({"epochs": int(self.epochs)} if self.epochs is not None else {}),
+            )
         else:
             fresh = self._student(teacher)
         fresh.fit(target, valid, seed=seed)
@@ -188,18 +197,31 @@ class ContinualKD(_Strategy):
                         parts.append((key, np.sort(rng.choice(n, size=min(n, idx.size), replace=False))))
                     s.append(module(student._collate([(pool[k], idx) for k, idx in parts], student.device)))
                     t += [pool_scores[k][torch.from_numpy(idx)] for k, idx in parts]
-                    gid += [torch.full((idx.size,), len(batch) + j, dtype=torch.int64) for j, (_k, idx) in enumerate(parts)]
+                    gid += [
+                        torch.full((idx.size,), len(batch) + j, dtype=torch.int64) for j, (_k, idx) in enumerate(parts)
+                    ]
                 device = scores.device
-                return self.lam * listwise_kl(torch.cat(s), torch.cat(t).to(device), torch.cat(gid).to(device), self.tau)
+                return self.lam * listwise_kl(
+                    torch.cat(s), torch.cat(t).to(device), torch.cat(gid).to(device), self.tau
+                )
 
             return loss
 
         student.fit(target, valid, seed=seed, warm_start=True, extra_loss=make_loss)
-        return self._finish(student, teacher, target, lam=self.lam, tau=self.tau, distill_on=self.distill_on,
-                            distilled_pool_tasks=len(pool))
+        return self._finish(
+            student,
+            teacher,
+            target,
+            lam=self.lam,
+            tau=self.tau,
+            distill_on=self.distill_on,
+            distilled_pool_tasks=len(pool),
+        )
 
 
-def diagonal_fisher(model: Any, records: ProgramSet, *, programs_per_task: int = 64, seed: int = 0) -> dict[str, torch.Tensor]:
+def diagonal_fisher(
+    model: Any, records: ProgramSet, *, programs_per_task: int = 64, seed: int = 0
+) -> dict[str, torch.Tensor]:
     """Diagonal Fisher information of ``model``'s parameters, from its own predictions on
     ``records``' programs (their timings are not read): per task, a program drawn from the
     model's softmax over that task's programs, and the squared gradient of its log-probability,
@@ -247,12 +269,13 @@ class ProgressCompress(_Strategy):
 
     name = "continual-kd-pc"
 
-    def __init__(self, *, lam: float = 2.0, tau: float = 4.0, ewc: float = 1.0, gamma: float = 1.0,
-                 **options: Any):
+    def __init__(self, *, lam: float = 2.0, tau: float = 4.0, ewc: float = 1.0, gamma: float = 1.0, **options: Any):
         super().__init__(**options)
         if not (float(lam) >= 0 and float(tau) > 0 and float(ewc) >= 0 and 0 <= float(gamma) <= 1):
-            raise TclError(f"continual-kd-pc needs lam >= 0, tau > 0, ewc >= 0 and 0 <= gamma <= 1, got lam {lam}, "
-                           f"tau {tau}, ewc {ewc}, gamma {gamma}")
+            raise TclError(
+                f"continual-kd-pc needs lam >= 0, tau > 0, ewc >= 0 and 0 <= gamma <= 1, got lam {lam}, "
+                f"tau {tau}, ewc {ewc}, gamma {gamma}"
+            )
         self.lam, self.tau, self.ewc, self.gamma = float(lam), float(tau), float(ewc), float(gamma)
 
     def transfer(self, teacher, target, *, valid=None, unlabelled=None, history=None, seed=0):
@@ -270,15 +293,20 @@ class ProgressCompress(_Strategy):
         weights = {n: (f / scale).to(base.device) for n, f in fisher.items()}
 
         def make_loss(groups: Sequence[Group]):
-            column_scores = [torch.from_numpy(predict_groups(column, base._collate, g.features, len(g), base.device)).float()
-                             for g in groups]
+            column_scores = [
+                torch.from_numpy(predict_groups(column, base._collate, g.features, len(g), base.device)).float()
+                for g in groups
+            ]
 
             def loss(module: nn.Module, scores: torch.Tensor, batch) -> torch.Tensor:
                 device = scores.device
                 t = torch.cat([column_scores[gi][torch.from_numpy(idx)] for gi, idx in batch]).to(device)
                 gid = torch.cat([torch.full((idx.size,), j, dtype=torch.int64) for j, (_gi, idx) in enumerate(batch)])
-                penalty = sum((weights[n] * (p - anchor[n].to(device)) ** 2).sum()
-                              for n, p in module.named_parameters() if n in weights)
+                penalty = sum(
+                    (weights[n] * (p - anchor[n].to(device)) ** 2).sum()
+                    for n, p in module.named_parameters()
+                    if n in weights
+                )
                 return self.lam * listwise_kl(scores, t, gid.to(device), self.tau) + self.ewc * penalty
 
             return loss
@@ -286,8 +314,16 @@ class ProgressCompress(_Strategy):
         base.fit(target, valid, seed=seed, warm_start=True, extra_loss=make_loss)
         own = diagonal_fisher(base, inputs, seed=seed)
         base.fisher = {n: self.gamma * fisher[n] + own[n] for n in own}
-        return self._finish(base, teacher, target, lam=self.lam, tau=self.tau, ewc=self.ewc, gamma=self.gamma,
-                            fisher_from=("teacher" if fisher is teacher.fisher else "teacher's predictions"))
+        return self._finish(
+            base,
+            teacher,
+            target,
+            lam=self.lam,
+            tau=self.tau,
+            ewc=self.ewc,
+            gamma=self.gamma,
+            fisher_from=("teacher" if fisher is teacher.fisher else "teacher's predictions"),
+        )
 
 
 class MultiHeadNet(nn.Module):
@@ -318,8 +354,10 @@ class MTL(_Strategy):
         student = self._student(teacher)
         sets = {p: r for p, r in (history or {}).items() if p != target.profile}
         if not sets:
-            raise TclError("transfer strategy mtl trains on every platform's records: give the earlier platforms' "
-                           "records (history) too")
+            raise TclError(
+                "transfer strategy mtl trains on every platform's records: give the earlier platforms' "
+                "records (history) too"
+            )
         _check_same_programs(target, sets)
         sets[str(target.profile)] = target
         own = {k: v.detach().cpu().clone() for k, v in student.module.decoder.state_dict().items()}
@@ -336,22 +374,27 @@ class MTL(_Strategy):
         valid_groups = []
         if valid is not None and len(valid):
             made, _ = make_groups(valid, student._featurize_set, what="validation")
-            valid_groups = [Group(task=g.task, features=(len(heads) - 1, g.features), latencies=g.latencies)
-                            for g in made]
+            valid_groups = [
+                Group(task=g.task, features=(len(heads) - 1, g.features), latencies=g.latencies) for g in made
+            ]
 
         def collate(parts, device):
             ids = torch.cat([torch.full((idx.size,), h, dtype=torch.int64) for (h, _f), idx in parts])
             return ids.to(device), student._collate([(f, idx) for (_h, f), idx in parts], device)
 
         net = MultiHeadNet(student.module, heads)
-        result = train_ranking(net, collate, groups, valid_groups, config=student.train_config, name=self.name,
-                               seed=seed)
+        result = train_ranking(
+            net, collate, groups, valid_groups, config=student.train_config, name=self.name, seed=seed
+        )
         student.module.decoder.load_state_dict(heads[-1].state_dict())
-        student.heads = {p: {k: v.detach().cpu().clone() for k, v in head.state_dict().items()}
-                         for p, head in zip(list(sets)[:-1], heads)}
+        student.heads = {
+            p: {k: v.detach().cpu().clone() for k, v in head.state_dict().items()}
+            for p, head in zip(list(sets)[:-1], heads)
+        }
         student.info["metrics"] = dict(result.metrics)
-        return self._finish(student, teacher, target, platforms=list(sets),
-                            trained_programs=sum(len(g) for g in groups))
+        return self._finish(
+            student, teacher, target, platforms=list(sets), trained_programs=sum(len(g) for g in groups)
+        )
 
 
 def _check_same_programs(target: ProgramSet, history: Mapping[str, ProgramSet]) -> None:
@@ -361,6 +404,8 @@ def _check_same_programs(target: ProgramSet, history: Mapping[str, ProgramSet]) 
     for platform, records in history.items():
         have = {(p.task_key, program_key(p.trace)) for _t, progs in records for p in progs}
         if not wanted & have:
-            raise TclError(f"transfer strategy mtl needs the new platform's programs measured on every platform, "
-                           f"but none of the {len(wanted)} programs of {target.profile} are in the records of "
-                           f"{platform}")
+            raise TclError(
+                f"transfer strategy mtl needs the new platform's programs measured on every platform, "
+                f"but none of the {len(wanted)} programs of {target.profile} are in the records of "
+                f"{platform}"
+            )

@@ -58,8 +58,9 @@ def _require_trainable(model: CostModel) -> None:
 class BridgeState:
     """What the MetaSchedule object delegates to (a plain class: easy to test and to time)."""
 
-    def __init__(self, model: CostModel, *, online: bool = False, epochs: int = 3, max_records: int = 512,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, model: CostModel, *, online: bool = False, epochs: int = 3, max_records: int = 512, seed: int = 0
+    ) -> None:
         if online:
             _require_trainable(model)
         self.model = model
@@ -107,7 +108,7 @@ class BridgeState:
             secs = [float(s) for s in (res.run_secs or [])]
             if res.error_msg is None and secs and all(0 < s < 1e9 for s in secs):
                 kept.append(Program(task_key=task.key, trace=None, schedule=cand.sch, run_secs=tuple(secs)))
-        del kept[:-self.max_records]
+        del kept[: -self.max_records]
         if len(kept) >= 2:
             self._fine_tune(task, kept)
             self.scales.pop(task.key, None)  # the model changed: scale anew
@@ -120,12 +121,20 @@ class BridgeState:
         records.add(task, programs)
         groups, counts = make_groups(records, model._featurize_set)
         base = model.train_config
-        config = TrainConfig(epochs=self.epochs, lr=base.lr, weight_decay=base.weight_decay,
-                             batch_size=base.batch_size, grad_clip=base.grad_clip, device=str(model.device),
-                             verbose=False, threads=base.threads)
+        config = TrainConfig(
+            epochs=self.epochs,
+            lr=base.lr,
+            weight_decay=base.weight_decay,
+            batch_size=base.batch_size,
+            grad_clip=base.grad_clip,
+            device=str(model.device),
+            verbose=False,
+            threads=base.threads,
+        )
         self.seed += 1
-        train_ranking(model.module, model._collate, groups, None, config=config, name=model.name,
-                      seed=self.seed, counts=counts)
+        train_ranking(
+            model.module, model._collate, groups, None, config=config, name=model.name, seed=self.seed, counts=counts
+        )
 
 
 @derived_object
@@ -153,8 +162,9 @@ class BridgeCostModel(PyCostModel):
         return self.state.predict(context, candidates)
 
 
-def load_cost_model(checkpoint: str | Path, *, profile: str | None = None, online: bool = False,
-                    seed: int = 0, threads: int = 1) -> BridgeCostModel:
+def load_cost_model(
+    checkpoint: str | Path, *, profile: str | None = None, online: bool = False, seed: int = 0, threads: int = 1
+) -> BridgeCostModel:
     """One of our checkpoints as an ``ms.cost_model.PyCostModel`` that plain ``ms.tune_tir`` and
     ``ms.relax_integration.tune_relax`` take as ``cost_model=``: a checkpoint directory (as
     ``tcl train`` writes it), or a model name (``mlp``, ``tlp``, ``mamba``) with ``profile`` for

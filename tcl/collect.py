@@ -62,8 +62,12 @@ def network_tasks(name: str, profile: HardwareProfile, *, include_simple_tasks: 
     from tcl.tasks import extract_tasks
 
     extracted = extract_tasks(definition, profile.tvm_target(), include_simple_tasks=include_simple_tasks)
-    return NetworkTasks(name, tuple((make_task(t.mod, name=f"{name}/{t.name}", weight=t.weight,
-                                               networks=(name,)), t.weight) for t in extracted))
+    return NetworkTasks(
+        name,
+        tuple(
+            (make_task(t.mod, name=f"{name}/{t.name}", weight=t.weight, networks=(name,)), t.weight) for t in extracted
+        ),
+    )
 
 
 def merge_networks(suites: Iterable[NetworkTasks]) -> tuple[list[Task], dict[str, dict[str, Any]]]:
@@ -75,8 +79,9 @@ def merge_networks(suites: Iterable[NetworkTasks]) -> tuple[list[Task], dict[str
         for task, weight in suite.tasks:
             if task.key in merged:
                 old = merged[task.key]
-                merged[task.key] = attrs.evolve(old, weight=old.weight + weight,
-                                                networks=tuple(dict.fromkeys(old.networks + task.networks)))
+                merged[task.key] = attrs.evolve(
+                    old, weight=old.weight + weight, networks=tuple(dict.fromkeys(old.networks + task.networks))
+                )
             else:
                 merged[task.key] = task
     return list(merged.values()), networks
@@ -98,9 +103,18 @@ def interleave(tasks: Sequence[Task], suites: Sequence[NetworkTasks]) -> list[Ta
     return list(order.values())
 
 
-def ensure_pool(pool_dir: Path, tasks: Sequence[Task], networks: dict[str, Any], profile: HardwareProfile,
-                size: int, seed: int, progress: Callable[[str], None] = lambda _: None, *,
-                model: Any = None, random_fraction: float | None = None) -> Any:
+def ensure_pool(
+    pool_dir: Path,
+    tasks: Sequence[Task],
+    networks: dict[str, Any],
+    profile: HardwareProfile,
+    size: int,
+    seed: int,
+    progress: Callable[[str], None] = lambda _: None,
+    *,
+    model: Any = None,
+    random_fraction: float | None = None,
+) -> Any:
     """Load the pool at ``pool_dir`` and add candidates for tasks it lacks (saving once at the end).
 
     ``model`` (a CostModel) guides the evolutionary part of new pools; ``random_fraction``
@@ -112,8 +126,9 @@ def ensure_pool(pool_dir: Path, tasks: Sequence[Task], networks: dict[str, Any],
     missing = [t for t in tasks if t.key not in pool.tasks]
     for i, task in enumerate(missing, 1):
         progress(f"pool {i}/{len(missing)}: {task.name}")
-        found, stats = generate_pool_with_stats(task.module(), profile.tvm_target(), size, seed=seed,
-                                                max_random=max_random, model=model)
+        found, stats = generate_pool_with_stats(
+            task.module(), profile.tvm_target(), size, seed=seed, max_random=max_random, model=model
+        )
         pool.add(task, found, stats.origins)
     known_networks = dict(pool.meta.get("networks", {}))
     if missing or any(n not in known_networks for n in networks):
@@ -191,16 +206,27 @@ def collect(
     tasks = interleave(tasks, suites)
     if max_tasks is not None:
         tasks = tasks[:max_tasks]
-    pool = ensure_pool(pool_dir or out_dir / POOL_SUBDIR, tasks, networks, profile, pool_size, seed, reporter.status,
-                       model=pool_model, random_fraction=pool_random)
+    pool = ensure_pool(
+        pool_dir or out_dir / POOL_SUBDIR,
+        tasks,
+        networks,
+        profile,
+        pool_size,
+        seed,
+        reporter.status,
+        model=pool_model,
+        random_fraction=pool_random,
+    )
 
     backend = registry.create("hardware_backends", profile.backend, profile=profile)
     stats = CollectStats()
     start = time.perf_counter()
     load = OtherLoad() if backend.times_on_this_host else None
     try:
-        with _deferred_interrupt() as interrupted, RecordWriter(out_dir, profile=profile.name,
-                                                                networks=networks) as writer:
+        with (
+            _deferred_interrupt() as interrupted,
+            RecordWriter(out_dir, profile=profile.name, networks=networks) as writer,
+        ):
             from tcl.database import update_manifest
 
             update_manifest(out_dir, tasks=tasks)
@@ -228,13 +254,29 @@ def collect(
                         continue
                     reporter.task(position, len(plan), task.name)
                     programs = [Program(task_key=task.key, trace=t) for t in traces]
-                    chosen = checked_selection(sampler_name, sampler.select(task, programs, n, measured=measured,
-                                                                            model=model, seed=seed + r),
-                                               pool_size=len(traces), budget=n, measured=measured)
-                    registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key,
-                                                          indices=list(chosen), pool_size=len(traces))
-                    _measure_task(task, [traces[i] for i in chosen], backend, writer, profile, batch_size, stats,
-                                  reporter, registry, interrupted, load)
+                    chosen = checked_selection(
+                        sampler_name,
+                        sampler.select(task, programs, n, measured=measured, model=model, seed=seed + r),
+                        pool_size=len(traces),
+                        budget=n,
+                        measured=measured,
+                    )
+                    registry.hook.tcl_on_samples_selected(
+                        sampler=sampler_name, task=task.key, indices=list(chosen), pool_size=len(traces)
+                    )
+                    _measure_task(
+                        task,
+                        [traces[i] for i in chosen],
+                        backend,
+                        writer,
+                        profile,
+                        batch_size,
+                        stats,
+                        reporter,
+                        registry,
+                        interrupted,
+                        load,
+                    )
                     measured.extend(chosen)
     finally:
         backend.close()
@@ -259,15 +301,25 @@ def _deferred_interrupt():
         signal.signal(signal.SIGINT, previous)
 
 
-def _measure_task(task: Task, traces: Sequence[Any], backend: Any, writer: Any, profile: HardwareProfile,
-                  batch_size: int, stats: CollectStats, reporter: Any, registry: Any,
-                  interrupted: threading.Event, load: OtherLoad | None) -> None:
+def _measure_task(
+    task: Task,
+    traces: Sequence[Any],
+    backend: Any,
+    writer: Any,
+    profile: HardwareProfile,
+    batch_size: int,
+    stats: CollectStats,
+    reporter: Any,
+    registry: Any,
+    interrupted: threading.Event,
+    load: OtherLoad | None,
+) -> None:
     from tcl.pools import trace_to_schedule
 
     mod = task.module()
     target = backend.target()
     for lo in range(0, len(traces), batch_size):
-        batch = traces[lo: lo + batch_size]
+        batch = traces[lo : lo + batch_size]
         schedules = [trace_to_schedule(mod, t) for t in batch]
         results = backend.measure(mod, schedules)
         if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
@@ -287,8 +339,10 @@ def _note_load(cores: float | None, programs: int, stats: CollectStats, reporter
     if cores is None or cores < BUSY_CORES:
         return
     if not stats.busy_measured:
-        reporter.status(f"warning: other processes are using {cores:.1f} cores while programs are timed; "
-                        "these timings can be several times too slow and out of order (docs/measurement.md, Noise)")
+        reporter.status(
+            f"warning: other processes are using {cores:.1f} cores while programs are timed; "
+            "these timings can be several times too slow and out of order (docs/measurement.md, Noise)"
+        )
     stats.busy_measured += programs
     stats.busy_cores = max(stats.busy_cores, cores)
 

@@ -78,8 +78,9 @@ LOCK_FILE = ".tcl_writer.lock"
 TENSET_WORKLOAD_FILE = "tenset_workload.json"
 TENSET_RECORD_FILE = "tenset_tuning_record.json"
 # the big JSON-lines files that `tcl dataset pack` compresses (pool files are named in tcl.pools)
-PACKABLE_FILES = frozenset({WORKLOAD_FILE, RECORD_FILE, TENSET_WORKLOAD_FILE, TENSET_RECORD_FILE,
-                            "workloads.json", "candidates.json"})
+PACKABLE_FILES = frozenset(
+    {WORKLOAD_FILE, RECORD_FILE, TENSET_WORKLOAD_FILE, TENSET_RECORD_FILE, "workloads.json", "candidates.json"}
+)
 
 #: What MetaSchedule stores as run_secs of a candidate that failed to build or run.
 FAILED_RUN_SECS = 1e10
@@ -360,8 +361,9 @@ def stored_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
             for lineno, raw in enumerate(fh, 1):
                 yield lineno, raw
     except CORRUPT_GZIP as exc:
-        raise TclError(f"{found}: damaged gzip file, unreadable after line {lineno} ({exc}); "
-                       "restore it from a good copy") from None
+        raise TclError(
+            f"{found}: damaged gzip file, unreadable after line {lineno} ({exc}); restore it from a good copy"
+        ) from None
     except OSError as exc:
         raise TclError(f"cannot read {found}: {exc.strerror or exc}") from None
 
@@ -392,7 +394,11 @@ def _copy_tree(src: Path, staging: Path, dst: Path, packed: bool) -> list[Path]:
             try:
                 with open_stored(Path(dirpath) / base) as fin, open(staging / rel / out_name, "wb") as raw:
                     # no name or time in the gzip header: the same records pack to the same bytes
-                    fout = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if out_name.endswith(PACKED_SUFFIX) else raw
+                    fout = (
+                        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+                        if out_name.endswith(PACKED_SUFFIX)
+                        else raw
+                    )
                     with fout:
                         shutil.copyfileobj(fin, fout, 1 << 20)
             except CORRUPT_GZIP as err:
@@ -485,11 +491,11 @@ def make_manifest(
 def write_manifest(work_dir: str | os.PathLike, manifest: Mapping[str, Any]) -> Path:
     """Write ``tcl_manifest.json`` atomically. Format::
 
-        {"format": "tcl-manifest", "version": 1, "source": "metaschedule" | "tenset",
-         "profile": name | null, "tvm_version": "0.27.0.post1", "cpu_model": "...",
-         "created": ISO date, "updated": ISO date,
-         "networks": {name: {...free-form...}},
-         "tasks": [{"key": hash, "name": str, "weight": float, "networks": [names]}], ...}
+    {"format": "tcl-manifest", "version": 1, "source": "metaschedule" | "tenset",
+     "profile": name | null, "tvm_version": "0.27.0.post1", "cpu_model": "...",
+     "created": ISO date, "updated": ISO date,
+     "networks": {name: {...free-form...}},
+     "tasks": [{"key": hash, "name": str, "weight": float, "networks": [names]}], ...}
     """
     path = Path(work_dir) / MANIFEST_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -511,18 +517,18 @@ def read_manifest(work_dir: str | os.PathLike) -> dict[str, Any] | None:
     except ValueError as exc:
         raise TclError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        raise TclError(f"{path}: not a tcl manifest (expected \"format\": \"{MANIFEST_FORMAT}\")")
+        raise TclError(f'{path}: not a tcl manifest (expected "format": "{MANIFEST_FORMAT}")')
     if manifest.get("version") != MANIFEST_VERSION:
         raise TclError(f"{path}: manifest version {manifest.get('version')!r}, this tcl reads {MANIFEST_VERSION}")
     tasks = manifest.get("tasks", [])
     if not isinstance(tasks, list) or not all(isinstance(t, dict) and isinstance(t.get("key"), str) for t in tasks):
-        raise TclError(f"{path}: \"tasks\" must be a list of {{\"key\": ..., \"name\": ..., \"weight\": ...}}")
+        raise TclError(f'{path}: "tasks" must be a list of {{"key": ..., "name": ..., "weight": ...}}')
     for t in tasks:
         w = t.get("weight", 1.0)
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
             raise TclError(f"{path}: task {t['key']}: weight must be a positive number, got {w!r}")
     if not isinstance(manifest.get("networks", {}), dict):
-        raise TclError(f"{path}: \"networks\" must be an object {{name: info}}")
+        raise TclError(f'{path}: "networks" must be an object {{name: info}}')
     return manifest
 
 
@@ -636,8 +642,10 @@ class RecordWriter:
         self.errors_path = self.dir / ERRORS_FILE
         for path in (self.workload_path, self.record_path):
             if not path.exists() and stored_file(path) is not None:
-                raise TclError(f"{self.dir} holds a packed (gzip) database; unpack it first: "
-                               f"tcl dataset unpack {self.dir} --out NEW_DIR")
+                raise TclError(
+                    f"{self.dir} holds a packed (gzip) database; unpack it first: "
+                    f"tcl dataset unpack {self.dir} --out NEW_DIR"
+                )
         self._lock = open(self.dir / LOCK_FILE, "a")
         try:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -650,8 +658,9 @@ class RecordWriter:
             self._open()
             self._use_manifest = manifest
             if manifest:
-                update_manifest(self.dir, profile=profile, networks=networks,
-                                source="tenset" if flavor == "tenset" else None)
+                update_manifest(
+                    self.dir, profile=profile, networks=networks, source="tenset" if flavor == "tenset" else None
+                )
         except BaseException:
             self.close()
             raise
@@ -673,9 +682,15 @@ class RecordWriter:
         self.n_records = _count_lines(self.record_path)
         # error lines written before a crash lost their records: drop them
         errors = list(iter_json_lines(self.errors_path, allow_torn_tail=False))
-        kept = [e for _, e in errors if isinstance(e, dict) and isinstance(e.get("line"), int) and e["line"] <= self.n_records]
+        kept = [
+            e
+            for _, e in errors
+            if isinstance(e, dict) and isinstance(e.get("line"), int) and e["line"] <= self.n_records
+        ]
         if len(kept) != len(errors):
-            log.warning("%s: dropping %d error lines of records never written", self.errors_path, len(errors) - len(kept))
+            log.warning(
+                "%s: dropping %d error lines of records never written", self.errors_path, len(errors) - len(kept)
+            )
             write_atomic(self.errors_path, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in kept))
         for path in (self.workload_path, self.record_path):
             path.touch(exist_ok=True)  # an empty database, as TVM creates it
@@ -769,9 +784,18 @@ class RecordWriter:
             else:
                 run_secs = [FAILED_RUN_SECS]
                 kind = result.error_kind if result.error_kind in ERROR_KINDS else "unknown"
-                error_lines.append(json.dumps(
-                    {"line": line_no, "workload": task.key, "key": program_key(tj), "kind": kind,
-                     "msg": result.error_msg or ""}, ensure_ascii=False))
+                error_lines.append(
+                    json.dumps(
+                        {
+                            "line": line_no,
+                            "workload": task.key,
+                            "key": program_key(tj),
+                            "kind": kind,
+                            "msg": result.error_msg or "",
+                        },
+                        ensure_ascii=False,
+                    )
+                )
             record_lines.append(tvm_json_dumps([widx, [tj, run_secs, target_json, info]]))
             numbers.append(line_no)
             if self._keys is not None:
@@ -841,8 +865,10 @@ def run_secs_problem(run_secs: Any) -> str | None:
 def _workload_of(widx: Any, workloads: Sequence[Any], rec_path: Path, lineno: int) -> Any:
     """The workload a record's index names; a bad index is an error, never another task's."""
     if isinstance(widx, bool) or not isinstance(widx, int) or not 0 <= widx < len(workloads):
-        raise TclError(f"{rec_path}:{lineno}: workload index {json.dumps(widx)[:40]} names none of the "
-                       f"{len(workloads)} workloads of this database")
+        raise TclError(
+            f"{rec_path}:{lineno}: workload index {json.dumps(widx)[:40]} names none of the "
+            f"{len(workloads)} workloads of this database"
+        )
     return workloads[widx]
 
 
@@ -850,7 +876,7 @@ def _read_errors(path: Path) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     for lineno, e in iter_json_lines(path):
         if not (isinstance(e, dict) and isinstance(e.get("line"), int)):
-            raise TclError(f"{path}:{lineno}: expected {{\"line\": N, \"kind\": ..., \"msg\": ...}}")
+            raise TclError(f'{path}:{lineno}: expected {{"line": N, "kind": ..., "msg": ...}}')
         out[e["line"]] = e
     return out
 
@@ -878,8 +904,13 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
         else:
             name = entry.get("name") or workload_name(payload, key)
             mod_b64 = payload
-        task = Task(key=key, name=str(name), weight=float(entry.get("weight", 1.0)),
-                    networks=tuple(entry.get("networks", ())), mod_b64=mod_b64)
+        task = Task(
+            key=key,
+            name=str(name),
+            weight=float(entry.get("weight", 1.0)),
+            networks=tuple(entry.get("networks", ())),
+            mod_b64=mod_b64,
+        )
         out.add(task, [])
         workloads.append(task)
     errors = _read_errors(db / ERRORS_FILE)
@@ -889,7 +920,9 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
         try:
             widx, (trace, run_secs, _target, _args) = line
         except (ValueError, TypeError):
-            raise TclError(f"{rec_path}:{lineno}: not a tuning record [workload_index, [trace, run_secs, target, args_info]]") from None
+            raise TclError(
+                f"{rec_path}:{lineno}: not a tuning record [workload_index, [trace, run_secs, target, args_info]]"
+            ) from None
         task = _workload_of(widx, workloads, rec_path, lineno)
         error = None
         problem = run_secs_problem(run_secs)
@@ -908,8 +941,13 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
             secs = tuple(float(s) for s in run_secs)
         programs[task.key].append(Program(task_key=task.key, trace=trace, run_secs=secs, error=error, source=source))
     if invalid:
-        log.warning("%s: %d records hold no usable time and count as failed (%s), first at line %d: %s",
-                    rec_path, len(invalid), INVALID_KIND, *invalid[0])
+        log.warning(
+            "%s: %d records hold no usable time and count as failed (%s), first at line %d: %s",
+            rec_path,
+            len(invalid),
+            INVALID_KIND,
+            *invalid[0],
+        )
 
 
 def load_records(path: str | os.PathLike, *, profile: str | None = None) -> ProgramSet:
@@ -932,7 +970,9 @@ def load_records(path: str | os.PathLike, *, profile: str | None = None) -> Prog
         chosen.append((db, manifest))
     if len(profiles) > 1:
         names = ", ".join(f"{p} ({d})" for p, d in profiles.items())
-        raise TclError(f"{path} holds records of several profiles: {names}; choose one (--profile on the command line, profile= in Python)")
+        raise TclError(
+            f"{path} holds records of several profiles: {names}; choose one (--profile on the command line, profile= in Python)"
+        )
     out = ProgramSet(profile=next(iter(profiles), profile))
     for db, manifest in chosen:
         _load_one(db, out, manifest)

@@ -44,7 +44,11 @@ def _summarize_set(records: ProgramSet, dbs: list[Path]) -> dict[str, Any]:
         "tasks": len(records.tasks),
         "programs": int(per_task.sum()) if records.tasks else 0,
         "measured_ok": int(ok_per_task.sum()) if records.tasks else 0,
-        "programs_per_task": {"min": int(per_task.min()), "median": float(np.median(per_task)), "max": int(per_task.max())},
+        "programs_per_task": {
+            "min": int(per_task.min()),
+            "median": float(np.median(per_task)),
+            "max": int(per_task.max()),
+        },
         "ok_per_task_min": int(ok_per_task.min()),
         "failures": dict(sorted(failures.items())),
         "networks": networks,

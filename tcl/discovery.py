@@ -70,8 +70,11 @@ class Registry:
         found = self.entries[point].get(name)
         if found is None:
             choices = ", ".join(sorted(self.entries[point])) or "none installed"
-            failed = f"; plugins that failed to load: {', '.join(f.plugin for f in self.failed)} (see tcl plugins)" \
-                if self.failed else ""
+            failed = (
+                f"; plugins that failed to load: {', '.join(f.plugin for f in self.failed)} (see tcl plugins)"
+                if self.failed
+                else ""
+            )
             raise TclError(f"unknown {_singular(point)} '{name}'; choices: {choices}{failed}")
         return found.record
 
@@ -116,8 +119,14 @@ def declared_hints(factory: Any, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _singular(point: str) -> str:
-    return {"samplers": "sampler", "cost_models": "cost model", "transfer_strategies": "transfer strategy",
-            "hardware_backends": "hardware backend", "featurizers": "featurizer", "networks": "network"}[point]
+    return {
+        "samplers": "sampler",
+        "cost_models": "cost model",
+        "transfer_strategies": "transfer strategy",
+        "hardware_backends": "hardware backend",
+        "featurizers": "featurizer",
+        "networks": "network",
+    }[point]
 
 
 def _entry_point_distributions() -> dict[tuple[str, str], str]:
@@ -166,10 +175,15 @@ def load_registry() -> Registry:
         distributions[ext.name] = dist
 
     unknown_hooks = [
-        FailedPlugin(name, distributions.get(name, "unknown"),
-                     f"implements {caller.name}, which no tcl hook spec defines (misspelt?); it is never called")
-        for name, plugin in manager.list_name_plugin() if plugin is not None
-        for caller in manager.get_hookcallers(plugin) or () if not caller.has_spec()
+        FailedPlugin(
+            name,
+            distributions.get(name, "unknown"),
+            f"implements {caller.name}, which no tcl hook spec defines (misspelt?); it is never called",
+        )
+        for name, plugin in manager.list_name_plugin()
+        if plugin is not None
+        for caller in manager.get_hookcallers(plugin) or ()
+        if not caller.has_spec()
     ]
     entries: dict[str, dict[str, Provided]] = {point: {} for point in EXTENSION_POINTS}
     for point, (hook_name, record_type) in EXTENSION_POINTS.items():
@@ -179,7 +193,9 @@ def load_registry() -> Registry:
                 records = list(impl.function() or ())
                 for record in records:
                     if not isinstance(record, record_type):
-                        raise TypeError(f"{hook_name} returned {type(record).__name__}, expected {record_type.__name__}")
+                        raise TypeError(
+                            f"{hook_name} returned {type(record).__name__}, expected {record_type.__name__}"
+                        )
             except Exception as exc:
                 failed.append(FailedPlugin(impl.plugin_name, dist, f"{hook_name}: {type(exc).__name__}: {exc}"))
                 continue
@@ -203,4 +219,3 @@ def registry() -> Registry:
 
 def create(point: str, name: str, **options: Any) -> Any:
     return registry().create(point, name, **options)
-

@@ -85,8 +85,9 @@ def predict_records(model: CostModel, records: ProgramSet) -> Predictions:
     return out
 
 
-def score_records(model: CostModel, records: ProgramSet, *, per_task: bool = False,
-                  intervals: bool = False) -> dict[str, Any]:
+def score_records(
+    model: CostModel, records: ProgramSet, *, per_task: bool = False, intervals: bool = False
+) -> dict[str, Any]:
     """Top-1/Top-5 (pooled over tasks, TLP style, and averaged per network, TenSet style),
     pairwise accuracy, and task/program counts. Failed programs count as infinitely slow.
     ``per_task`` adds each task's own Top-1 (best / latency of the pick): the pooled score
@@ -103,8 +104,15 @@ def score_records(model: CostModel, records: ProgramSet, *, per_task: bool = Fal
         result["chance"] = chance_scores(latencies, weights=weights, networks=networks)
     result.update(tasks=len(latencies), programs=int(sum(len(v) for v in latencies.values())))
     if per_task:
-        result["per_task"] = [{"task": names[k], "weight": weights[k], "programs": len(latencies[k]),
-                               "top1": top_k_score({k: latencies[k]}, {k: scores[k]}, 1)} for k in latencies]
+        result["per_task"] = [
+            {
+                "task": names[k],
+                "weight": weights[k],
+                "programs": len(latencies[k]),
+                "top1": top_k_score({k: latencies[k]}, {k: scores[k]}, 1),
+            }
+            for k in latencies
+        ]
     return result
 
 

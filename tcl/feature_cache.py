@@ -182,9 +182,15 @@ def program_keys(programs: Sequence[Program]) -> list[str]:
 def fingerprint(featurizer: Featurizer, task_key: str, keys: Sequence[str]) -> str:
     """The cache key of ``featurizer``'s output for programs ``keys`` of ``task_key``."""
     h = hashlib.sha256()
-    head = {"format": FORMAT, "format_version": FORMAT_VERSION, "featurizer": featurizer.name,
-            "version": str(featurizer.version), "cache_token": str(featurizer.cache_token or ""),
-            "task": task_key, "n": len(keys)}
+    head = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "featurizer": featurizer.name,
+        "version": str(featurizer.version),
+        "cache_token": str(featurizer.cache_token or ""),
+        "task": task_key,
+        "n": len(keys),
+    }
     h.update(json.dumps(head, sort_keys=True).encode())
     for k in keys:
         h.update(b"\n")
@@ -198,9 +204,16 @@ def _entry_path(cache_dir: Path, featurizer: Featurizer, fp: str) -> Path:
 
 
 def _meta(featurizer: Featurizer, task_key: str, n: int, kind: str) -> dict[str, Any]:
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "featurizer": featurizer.name,
-            "version": str(featurizer.version), "cache_token": str(featurizer.cache_token or ""),
-            "task": task_key, "n_programs": n, "kind": kind}
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "featurizer": featurizer.name,
+        "version": str(featurizer.version),
+        "cache_token": str(featurizer.cache_token or ""),
+        "task": task_key,
+        "n_programs": n,
+        "kind": kind,
+    }
 
 
 def _pack(features: Any, n: int) -> tuple[str, dict[str, np.ndarray]] | None:
@@ -209,7 +222,11 @@ def _pack(features: Any, n: int) -> tuple[str, dict[str, np.ndarray]] | None:
         if features.ndim >= 1 and features.shape[0] == n and features.dtype != object:
             return "dense", {"features": features}
         return None
-    if isinstance(features, (list, tuple)) and len(features) == n and all(isinstance(a, np.ndarray) and a.dtype != object for a in features):
+    if (
+        isinstance(features, (list, tuple))
+        and len(features) == n
+        and all(isinstance(a, np.ndarray) and a.dtype != object for a in features)
+    ):
         if n == 0:
             return "ragged", {"data": np.zeros((0,), dtype=np.float32), "offsets": np.zeros(1, dtype=np.int64)}
         tails = {a.shape[1:] for a in features}
@@ -232,7 +249,7 @@ def _unpack(z: Any, kind: str, n: int) -> Any:
         data, offsets = z["data"], z["offsets"]
         if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != data.shape[0]:
             raise ValueError("bad offsets")
-        return [data[offsets[i]:offsets[i + 1]] for i in range(n)]
+        return [data[offsets[i] : offsets[i + 1]] for i in range(n)]
     raise ValueError(f"unknown kind {kind!r}")
 
 
@@ -241,8 +258,10 @@ def _read(path: Path, expect: dict[str, Any]) -> Any:
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
-            if any(meta.get(k) != expect[k] for k in ("format", "format_version", "featurizer", "version",
-                                                        "cache_token", "task", "n_programs")):
+            if any(
+                meta.get(k) != expect[k]
+                for k in ("format", "format_version", "featurizer", "version", "cache_token", "task", "n_programs")
+            ):
                 log.warning("feature cache: %s does not match its key; recomputing", path)
                 return None
             return _unpack(z, meta.get("kind"), expect["n_programs"])
@@ -270,8 +289,11 @@ def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> N
         raise
 
 
-def cached_features(featurizer: Featurizer, records: ProgramSet, cache_dir: str | os.PathLike | None = None,
-                    ) -> dict[str, Any]:
+def cached_features(
+    featurizer: Featurizer,
+    records: ProgramSet,
+    cache_dir: str | os.PathLike | None = None,
+) -> dict[str, Any]:
     """``{task_key: featurizer.featurize(task, programs)}`` for every task of ``records``,
     read from ``cache_dir`` (default :func:`default_cache_dir`) where a file with the same
     fingerprint exists, computed and written otherwise. Failing to write (read-only or full
@@ -293,7 +315,9 @@ def cached_features(featurizer: Featurizer, records: ProgramSet, cache_dir: str 
             features = featurizer.featurize(task, programs)
             packed = _pack(features, len(programs))
             if packed is None:
-                log.info("feature cache: %s output of type %s is not cacheable", featurizer.name, type(features).__name__)
+                log.info(
+                    "feature cache: %s output of type %s is not cacheable", featurizer.name, type(features).__name__
+                )
             else:
                 kind, arrays = packed
                 try:
@@ -305,8 +329,12 @@ def cached_features(featurizer: Featurizer, records: ProgramSet, cache_dir: str 
     if wrote and cap is not None:
         evicted = evict(root, cap)
         if evicted:
-            log.info("feature cache: evicted %d least recently used files to stay within %s=%g",
-                     evicted, MAX_MB_ENV, cap / 1024 / 1024)
+            log.info(
+                "feature cache: evicted %d least recently used files to stay within %s=%g",
+                evicted,
+                MAX_MB_ENV,
+                cap / 1024 / 1024,
+            )
     return out
 
 

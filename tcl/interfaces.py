@@ -116,7 +116,9 @@ class Sampler(abc.ABC):
         """Return up to ``budget`` distinct indices into ``pool``, none of them in ``measured``."""
 
 
-def checked_selection(name: str, chosen: Any, *, pool_size: int, budget: int, measured: Sequence[int] = ()) -> list[int]:
+def checked_selection(
+    name: str, chosen: Any, *, pool_size: int, budget: int, measured: Sequence[int] = ()
+) -> list[int]:
     """A sampler's answer as a list of indices, or a one-line error naming sampler ``name`` when
     it breaks :meth:`Sampler.select`'s contract (a wrong type, an index out of range, measured
     already or repeated, more than the budget): such a sample must never be used silently."""
@@ -164,7 +166,7 @@ class TransferStrategy(abc.ABC):
         """Return a model for ``target``'s platform. ``history`` holds earlier platforms' data,
         for strategies that need it (multi-task learning); others ignore it."""
 
-    def check(self, teacher: CostModel | None) -> None:
+    def check(self, teacher: CostModel | None) -> None:  # noqa: B027 - optional: the default accepts any teacher
         """Refuse a teacher this strategy cannot start from (a TclError), before any work."""
 
 

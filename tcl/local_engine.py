@@ -61,8 +61,16 @@ def build_group(mods: Sequence[Any], target: Any) -> str:
     return path
 
 
-def time_function(path: str, name: str, device_type: str, args_info: Any, number: int, repeat: int,
-                  min_repeat_ms: int, cache_flush: bool) -> list[float]:
+def time_function(
+    path: str,
+    name: str,
+    device_type: str,
+    args_info: Any,
+    number: int,
+    repeat: int,
+    min_repeat_ms: int,
+    cache_flush: bool,
+) -> list[float]:
     """Seconds of each repeat of function ``name`` of library ``path``, TVM's time_evaluator
     with random inputs (allocated once per workload in this process)."""
     import json
@@ -81,7 +89,11 @@ def time_function(path: str, name: str, device_type: str, args_info: Any, number
         _ARGS.clear()
         arguments = _ARGS[key] = default_alloc_argument(device, args_info, 1)[0]
     evaluator = module.time_evaluator(
-        func_name=name, dev=device, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms,
+        func_name=name,
+        dev=device,
+        number=number,
+        repeat=repeat,
+        min_repeat_ms=min_repeat_ms,
         f_preproc="cache_flush_cpu_non_first_arg" if cache_flush else "",
     )
     device.sync()
@@ -192,12 +204,14 @@ class LocalEngine:
                 shutil.rmtree(os.path.dirname(path), ignore_errors=True)
         return [r or _error("run", "not measured") for r in results]
 
-    def _build(self, target: Any, modules: dict[int, Any], results: list[MeasureResult | None]) -> dict[int, tuple[str, str]]:
+    def _build(
+        self, target: Any, modules: dict[int, Any], results: list[MeasureResult | None]
+    ) -> dict[int, tuple[str, str]]:
         """candidate index -> (library path, function name) of every candidate that built."""
         pool = self._build_pool()
         indices = list(modules)
         size = self.settings.group_size
-        groups = [indices[lo: lo + size] for lo in range(0, len(indices), size)]
+        groups = [indices[lo : lo + size] for lo in range(0, len(indices), size)]
         built: dict[int, tuple[str, str]] = {}
         retry: list[int] = []
         futures = [(group, pool.submit(build_group, [modules[i] for i in group], target)) for group in groups]
@@ -218,20 +232,45 @@ class LocalEngine:
                 results[i] = _error("build", error)
         return built
 
-    def _time(self, device_type: str, args_info: Any, libraries: dict[int, tuple[str, str]],
-              results: list[MeasureResult | None]) -> None:
+    def _time(
+        self,
+        device_type: str,
+        args_info: Any,
+        libraries: dict[int, tuple[str, str]],
+        results: list[MeasureResult | None],
+    ) -> None:
         s = self.settings
         pool = self._time_pool()
         for i in sorted(libraries):
             path, name = libraries[i]
-            future = pool.submit(time_function, path, name, device_type, args_info, s.number, s.repeat,
-                                 s.min_repeat_ms, s.enable_cpu_cache_flush)
+            future = pool.submit(
+                time_function,
+                path,
+                name,
+                device_type,
+                args_info,
+                s.number,
+                s.repeat,
+                s.min_repeat_ms,
+                s.enable_cpu_cache_flush,
+            )
             secs, error = _outcome(future)
             if secs and s.retime_spread > 0 and max(secs) > (1 + s.retime_spread) * min(secs):
                 # repeats that disagree were disturbed: the fastest of a second try is closer to
                 # the undisturbed time
-                again, _ = _outcome(pool.submit(time_function, path, name, device_type, args_info, s.number,
-                                                s.repeat, s.min_repeat_ms, s.enable_cpu_cache_flush))
+                again, _ = _outcome(
+                    pool.submit(
+                        time_function,
+                        path,
+                        name,
+                        device_type,
+                        args_info,
+                        s.number,
+                        s.repeat,
+                        s.min_repeat_ms,
+                        s.enable_cpu_cache_flush,
+                    )
+                )
                 secs = list(secs) + list(again or [])
             if secs:
                 results[i] = MeasureResult(run_secs=tuple(secs))

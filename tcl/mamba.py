@@ -85,7 +85,7 @@ def _blocks(like: torch.Tensor, bb: int, N: int, count: int):
     for i in range(0, b, bb):
         n = min(bb, b - i)
         if n not in views:
-            bufs = [f[:L * n * N * d].view(L, n, N, d) for f in flat]
+            bufs = [f[: L * n * N * d].view(L, n, N, d) for f in flat]
             views[n] = bufs, [buf.unbind(0) for buf in bufs]
         yield (slice(i, i + n), *views[n])
 
@@ -105,8 +105,16 @@ def _delta(delta: torch.Tensor, softplus: bool) -> torch.Tensor:
 
 
 @torch.library.custom_op("tcl::selective_scan", mutates_args=())
-def _scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-          D: Optional[torch.Tensor], z: Optional[torch.Tensor], delta_softplus: bool) -> torch.Tensor:
+def _scan(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: Optional[torch.Tensor],
+    z: Optional[torch.Tensor],
+    delta_softplus: bool,
+) -> torch.Tensor:
     """``(C_t . h_t + D*u_t) * silu(z_t)`` for time-major u, delta, z (L, b, d), B, C (L, b, N),
     A (d, N) < 0 and D (d,); delta goes through softplus first if ``delta_softplus``.
 
@@ -134,10 +142,17 @@ def _scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor
 
 
 @torch.library.custom_op("tcl::selective_scan_backward", mutates_args=())
-def _scan_backward(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                   D: Optional[torch.Tensor], z: Optional[torch.Tensor], delta_softplus: bool,
-                   gy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                                              torch.Tensor, torch.Tensor]:
+def _scan_backward(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: Optional[torch.Tensor],
+    z: Optional[torch.Tensor],
+    delta_softplus: bool,
+    gy: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients of ``_scan`` w.r.t. (u, delta, A, B, C, D, z), recomputing the states (and the
     softplus, and the output before the gate) block by block; those of an absent D or z are empty.
 
@@ -288,17 +303,32 @@ class Mamba(nn.Module):
     and ``layer_idx``: there is no step-by-step decoding cache.
     """
 
-    def __init__(self, d_model: int, d_state: int = 16, d_conv: int = 4, expand: int = 2, dt_rank="auto",
-                 dt_min: float = 0.001, dt_max: float = 0.1, dt_init: str = "random", dt_scale: float = 1.0,
-                 dt_init_floor: float = 1e-4, conv_bias: bool = True, bias: bool = False, device=None, dtype=None):
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int = 16,
+        d_conv: int = 4,
+        expand: int = 2,
+        dt_rank="auto",
+        dt_min: float = 0.001,
+        dt_max: float = 0.1,
+        dt_init: str = "random",
+        dt_scale: float = 1.0,
+        dt_init_floor: float = 1e-4,
+        conv_bias: bool = True,
+        bias: bool = False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.d_model, self.d_state, self.d_conv, self.expand = d_model, d_state, d_conv, expand
         self.d_inner = int(expand * d_model)
         self.dt_rank = math.ceil(d_model / 16) if dt_rank == "auto" else dt_rank
         self.in_proj = nn.Linear(d_model, 2 * self.d_inner, bias=bias, **kw)
-        self.conv1d = nn.Conv1d(self.d_inner, self.d_inner, d_conv, groups=self.d_inner, padding=d_conv - 1,
-                                bias=conv_bias, **kw)
+        self.conv1d = nn.Conv1d(
+            self.d_inner, self.d_inner, d_conv, groups=self.d_inner, padding=d_conv - 1, bias=conv_bias, **kw
+        )
         self.x_proj = nn.Linear(self.d_inner, self.dt_rank + 2 * d_state, bias=False, **kw)
         self.dt_proj = nn.Linear(self.dt_rank, self.d_inner, bias=True, **kw)
         self.A_log = nn.Parameter(torch.empty(self.d_inner, d_state, device=device, dtype=torch.float32))
@@ -313,7 +343,7 @@ class Mamba(nn.Module):
     def _init_ssm(self, dt_min, dt_max, dt_init, dt_scale, dt_init_floor) -> None:
         """mamba-ssm's scheme: dt_proj keeps the variance; softplus(dt bias) ~ log-uniform in
         [dt_min, dt_max]; A = -(1..d_state) on every channel (S4D-real); D = 1."""
-        std = self.dt_rank ** -0.5 * dt_scale
+        std = self.dt_rank**-0.5 * dt_scale
         if dt_init == "constant":
             nn.init.constant_(self.dt_proj.weight, std)
         elif dt_init == "random":
@@ -321,11 +351,13 @@ class Mamba(nn.Module):
         else:
             raise ValueError(f"dt_init must be 'random' or 'constant', not {dt_init!r}")
         w = self.dt_proj.bias
-        dt = torch.exp(torch.rand(self.d_inner, device=w.device) * (math.log(dt_max) - math.log(dt_min))
-                       + math.log(dt_min)).clamp(min=dt_init_floor)
+        dt = torch.exp(
+            torch.rand(self.d_inner, device=w.device) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
+        ).clamp(min=dt_init_floor)
         self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse of softplus
-        self.A_log.copy_(torch.log(torch.arange(1, self.d_state + 1, dtype=torch.float32, device=w.device))
-                         .repeat(self.d_inner, 1))
+        self.A_log.copy_(
+            torch.log(torch.arange(1, self.d_state + 1, dtype=torch.float32, device=w.device)).repeat(self.d_inner, 1)
+        )
         self.D.fill_(1.0)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -355,7 +387,7 @@ class Mamba(nn.Module):
         bias = self.conv1d.bias if self.conv1d.bias is not None else x.new_zeros(())
         out = torch.addcmul(bias, x, w[:, K - 1])
         for shift in range(1, min(K, L)):
-            out[shift:].addcmul_(x[:L - shift], w[:, K - 1 - shift])
+            out[shift:].addcmul_(x[: L - shift], w[:, K - 1 - shift])
         return out
 
     def _forward_mamba_ssm(self, hidden_states, selective_scan_fn, mamba_inner_fn):
@@ -364,13 +396,34 @@ class Mamba(nn.Module):
         xz = self.in_proj(hidden_states).transpose(1, 2)  # (batch, 2*d_inner, L)
         A = -torch.exp(self.A_log.float())
         if mamba_inner_fn is not None:
-            return mamba_inner_fn(xz, self.conv1d.weight, self.conv1d.bias, self.x_proj.weight,
-                                  self.dt_proj.weight, self.out_proj.weight, self.out_proj.bias, A, None, None,
-                                  self.D.float(), delta_bias=self.dt_proj.bias.float(), delta_softplus=True)
+            return mamba_inner_fn(
+                xz,
+                self.conv1d.weight,
+                self.conv1d.bias,
+                self.x_proj.weight,
+                self.dt_proj.weight,
+                self.out_proj.weight,
+                self.out_proj.bias,
+                A,
+                None,
+                None,
+                self.D.float(),
+                delta_bias=self.dt_proj.bias.float(),
+                delta_softplus=True,
+            )
         x, z = xz.chunk(2, dim=1)
         x = F.silu(self.conv1d(x)[..., :L])
         dt, B, C = self.x_proj(x.transpose(1, 2)).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = F.linear(dt, self.dt_proj.weight).transpose(1, 2)
-        y = selective_scan_fn(x, delta, A, B.transpose(1, 2).contiguous(), C.transpose(1, 2).contiguous(),
-                              self.D.float(), z=z, delta_bias=self.dt_proj.bias.float(), delta_softplus=True)
+        y = selective_scan_fn(
+            x,
+            delta,
+            A,
+            B.transpose(1, 2).contiguous(),
+            C.transpose(1, 2).contiguous(),
+            self.D.float(),
+            z=z,
+            delta_bias=self.dt_proj.bias.float(),
+            delta_softplus=True,
+        )
         return self.out_proj(y.transpose(1, 2))

@@ -261,12 +261,16 @@ def measure_with(builder: Any, runner: Any, target: Any, mod: Any, schedules: Se
     for i, sch in enumerate(schedules):
         try:
             cand_mod = _as_module(sch)
-            args = workload_args if workload_args is not None else list(
-                ms.arg_info.ArgInfo.from_entry_func(cand_mod, True)
+            args = (
+                workload_args
+                if workload_args is not None
+                else list(ms.arg_info.ArgInfo.from_entry_func(cand_mod, True))
             )
             prepared.append((i, ms.builder.BuilderInput(cand_mod, target), args))
         except Exception as exc:  # noqa: BLE001
-            results[i] = MeasureResult(run_secs=None, error_kind="build", error_msg=_short(f"{type(exc).__name__}: {exc}"))
+            results[i] = MeasureResult(
+                run_secs=None, error_kind="build", error_msg=_short(f"{type(exc).__name__}: {exc}")
+            )
 
     # 2. build (one call for the batch; one call per candidate if the batch call itself fails)
     built: list[tuple[int, str, list[Any]]] = []
@@ -283,7 +287,9 @@ def measure_with(builder: Any, runner: Any, target: Any, mod: Any, schedules: Se
         for (i, _, args), res in zip(prepared, build_results):
             if res.error_msg is not None or not res.artifact_path:
                 msg = res.error_msg or "builder returned no artifact"
-                results[i] = MeasureResult(run_secs=None, error_kind=classify_error("build", msg), error_msg=_short(msg))
+                results[i] = MeasureResult(
+                    run_secs=None, error_kind=classify_error("build", msg), error_msg=_short(msg)
+                )
             else:
                 built.append((i, str(res.artifact_path), args))
 
@@ -312,4 +318,7 @@ def measure_with(builder: Any, runner: Any, target: Any, mod: Any, schedules: Se
     finally:
         for _, path, _ in built:
             _remove_artifact(path)
-    return [r if r is not None else MeasureResult(run_secs=None, error_kind="run", error_msg="not measured") for r in results]
+    return [
+        r if r is not None else MeasureResult(run_secs=None, error_kind="run", error_msg="not measured")
+        for r in results
+    ]

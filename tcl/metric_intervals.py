@@ -38,8 +38,9 @@ def _task_terms(latencies: Mapping[str, Any], scores: Mapping[str, Any], ks: Seq
     return out
 
 
-def _pooled_rows(counts: np.ndarray, weight: np.ndarray, best: np.ndarray, picked: np.ndarray,
-                 member: np.ndarray) -> np.ndarray:
+def _pooled_rows(
+    counts: np.ndarray, weight: np.ndarray, best: np.ndarray, picked: np.ndarray, member: np.ndarray
+) -> np.ndarray:
     """Pooled Top-k of each resample (rows of ``counts``) within each group (columns of the
     0/1 ``member`` matrix): sum w*best / sum w*picked over the tasks drawn; 0 when a drawn
     task's pick failed (infinite latency), NaN for a group with no task drawn."""
@@ -56,8 +57,9 @@ def _pooled_rows(counts: np.ndarray, weight: np.ndarray, best: np.ndarray, picke
     return score
 
 
-def _metric_rows(counts: np.ndarray, terms: dict[str, np.ndarray], weight: np.ndarray, member: np.ndarray | None,
-                 ks: Sequence[int]) -> dict[str, np.ndarray]:
+def _metric_rows(
+    counts: np.ndarray, terms: dict[str, np.ndarray], weight: np.ndarray, member: np.ndarray | None, ks: Sequence[int]
+) -> dict[str, np.ndarray]:
     """Every metric of each resample (one row of task multiplicities per resample)."""
     everything = np.ones((counts.shape[1], 1))
     out = {}
@@ -84,10 +86,17 @@ def _membership(keys: list[str], networks: Mapping[str, Sequence[str]] | None) -
     return member
 
 
-def bootstrap_intervals(latencies: Mapping[str, Any], scores: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
-                        ks: Sequence[int] = (1, 5), weights: Mapping[str, float] | None = None,
-                        networks: Mapping[str, Sequence[str]] | None = None,
-                        rounds: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, tuple[float, float]]:
+def bootstrap_intervals(
+    latencies: Mapping[str, Any],
+    scores: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    *,
+    ks: Sequence[int] = (1, 5),
+    weights: Mapping[str, float] | None = None,
+    networks: Mapping[str, Sequence[str]] | None = None,
+    rounds: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, tuple[float, float]]:
     """``{metric: (low, high)}``: the central ``level`` interval of each metric of
     :func:`tcl.metrics.evaluate` over ``rounds`` resamples of the tasks with replacement.
 
@@ -113,10 +122,15 @@ def bootstrap_intervals(latencies: Mapping[str, Any], scores: Mapping[str, Any] 
     return out
 
 
-def chance_scores(latencies: Mapping[str, Any], *, ks: Sequence[int] = (1, 5),
-                  weights: Mapping[str, float] | None = None,
-                  networks: Mapping[str, Sequence[str]] | None = None,
-                  draws: int = 200, seed: int = 0) -> dict[str, float]:
+def chance_scores(
+    latencies: Mapping[str, Any],
+    *,
+    ks: Sequence[int] = (1, 5),
+    weights: Mapping[str, float] | None = None,
+    networks: Mapping[str, Sequence[str]] | None = None,
+    draws: int = 200,
+    seed: int = 0,
+) -> dict[str, float]:
     """The expected score of random rankings (mean over ``draws`` random score vectors per
     task); pairwise accuracy of a random ranking is 0.5 by definition."""
     keys = list(latencies)

@@ -101,8 +101,9 @@ def _pooled(terms: Iterable[tuple[float, float, float]]) -> float:
     return num / den if math.isfinite(den) else 0.0
 
 
-def top_k_score(latencies: ArraysLike, scores: ArraysLike, k: int = 1,
-                weights: Sequence[float] | Mapping[str, float] | None = None) -> float:
+def top_k_score(
+    latencies: ArraysLike, scores: ArraysLike, k: int = 1, weights: Sequence[float] | Mapping[str, float] | None = None
+) -> float:
     """Pooled Top-k score over all tasks (TLP's definition); NaN when no task has a success."""
     if k < 1:
         raise ValueError("k must be >= 1")
@@ -115,11 +116,14 @@ def top_k_score(latencies: ArraysLike, scores: ArraysLike, k: int = 1,
     return _pooled(terms)
 
 
-def top_k_per_network(latencies: ArraysLike, scores: ArraysLike, k: int = 1,
-                      networks: Sequence[Sequence[str]] | Mapping[str, Sequence[str]] | None = None,
-                      weights: Sequence[float] | Mapping[str, float] | None = None,
-                      network_weights: Mapping[str, Mapping[Any, float]] | None = None,
-                      ) -> tuple[float, dict[str, float]]:
+def top_k_per_network(
+    latencies: ArraysLike,
+    scores: ArraysLike,
+    k: int = 1,
+    networks: Sequence[Sequence[str]] | Mapping[str, Sequence[str]] | None = None,
+    weights: Sequence[float] | Mapping[str, float] | None = None,
+    network_weights: Mapping[str, Mapping[Any, float]] | None = None,
+) -> tuple[float, dict[str, float]]:
     """TenSet's Top-k: the pooled score within each network, averaged over networks.
 
     ``networks`` gives each task's networks (a task with none is grouped under ``""``).
@@ -154,7 +158,7 @@ def _pair_counts(lat: np.ndarray, score: np.ndarray, block: int = 2048) -> tuple
     correct = 0.0
     pairs = 0
     for start in range(0, n, block):
-        li, si = lat[start:start + block, None], score[start:start + block, None]
+        li, si = lat[start : start + block, None], score[start : start + block, None]
         faster = li < lat[None, :]  # i truly faster than j: each unordered pair counted once
         with np.errstate(invalid="ignore"):
             right = (si > score[None, :]) & faster
@@ -179,9 +183,14 @@ def pairwise_accuracy(latencies: ArraysLike, scores: ArraysLike) -> float:
     return correct / pairs if pairs else math.nan
 
 
-def evaluate(latencies: ArraysLike, scores: ArraysLike, *, ks: Sequence[int] = (1, 5),
-             weights: Sequence[float] | Mapping[str, float] | None = None,
-             networks: Sequence[Sequence[str]] | Mapping[str, Sequence[str]] | None = None) -> dict[str, float]:
+def evaluate(
+    latencies: ArraysLike,
+    scores: ArraysLike,
+    *,
+    ks: Sequence[int] = (1, 5),
+    weights: Sequence[float] | Mapping[str, float] | None = None,
+    networks: Sequence[Sequence[str]] | Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, float]:
     """All metrics in one dict: ``top{k}`` (pooled), ``top{k}_per_network`` (when
     ``networks`` is given) and ``pairwise``."""
     out: dict[str, float] = {}

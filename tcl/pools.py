@@ -287,8 +287,15 @@ def generate_pool(
     only when the space is exhausted. Deterministic for a given ``seed`` (and model).
     """
     return generate_pool_with_stats(
-        mod, target, size, seed, patience=patience, max_attempts=max_attempts, max_random=max_random,
-        model=model, population=population,
+        mod,
+        target,
+        size,
+        seed,
+        patience=patience,
+        max_attempts=max_attempts,
+        max_random=max_random,
+        model=model,
+        population=population,
     )[0]
 
 
@@ -321,8 +328,10 @@ def generate_pool_with_stats(
     mod = ctx.mod
     postprocs = list(space_gen.postprocs)
     # a TVM Map iterates in pointer-hash order: sort so the roulette is the same in every process
-    mutators = sorted(((m, float(plain_json(p))) for m, p in dict(space_gen.mutator_probs).items()),
-                      key=lambda mp: type(mp[0]).__name__)
+    mutators = sorted(
+        ((m, float(plain_json(p))) for m, p in dict(space_gen.mutator_probs).items()),
+        key=lambda mp: type(mp[0]).__name__,
+    )
     spaces = [Trace(s.trace.simplified(remove_postproc=True).insts, {}) for s in ctx.generate_design_space()]
     if not spaces:
         raise TclError("MetaSchedule generated no design space for this workload")
@@ -384,9 +393,16 @@ def generate_pool_with_stats(
     misses = 0
     total_p = sum(p for _, p in mutators)
     if model is not None and found and mutators and total_p > 0:
-        _evolve(found, stats, size, patience, max_attempts, population, rng, mutate, offer,
-                schedule_scorer(model, mod))
-    while model is None and found and mutators and total_p > 0 and len(found) < size and misses < patience and stats.attempts < max_attempts:
+        _evolve(found, stats, size, patience, max_attempts, population, rng, mutate, offer, schedule_scorer(model, mod))
+    while (
+        model is None
+        and found
+        and mutators
+        and total_p > 0
+        and len(found) < size
+        and misses < patience
+        and stats.attempts < max_attempts
+    ):
         outcome = offer(mutate(found[rng.randrange(len(found))]), "mutation")
         if outcome > 0:
             stats.found_mutation += 1
@@ -418,8 +434,18 @@ def schedule_scorer(model: Any, mod: Any) -> Any:
     return predict
 
 
-def _evolve(found: list[Any], stats: PoolStats, size: int, patience: int, max_attempts: int, population: int,
-            rng: random.Random, mutate: Any, offer: Any, predict: Any) -> None:
+def _evolve(
+    found: list[Any],
+    stats: PoolStats,
+    size: int,
+    patience: int,
+    max_attempts: int,
+    population: int,
+    rng: random.Random,
+    mutate: Any,
+    offer: Any,
+    predict: Any,
+) -> None:
     """Evolutionary search (module doc, step 3): generations of mutated children of the
     best-predicted candidates, the better-predicted half of each generation kept."""
     scores = predict(found)
@@ -548,7 +574,9 @@ def trace_to_schedule(mod: Any, trace_json: Any) -> Any:
     return sch
 
 
-def save_pool(path: str | os.PathLike, pool: Pool | Iterable[tuple[Task, Sequence[Any]]], *, meta: Mapping[str, Any] | None = None) -> Path:
+def save_pool(
+    path: str | os.PathLike, pool: Pool | Iterable[tuple[Task, Sequence[Any]]], *, meta: Mapping[str, Any] | None = None
+) -> Path:
     """Write a pool directory (format in the module doc); replaces a pool already there.
 
     ``pool`` is a :class:`Pool` or ``(task, candidates)`` pairs (candidates: Schedules,
@@ -571,7 +599,15 @@ def save_pool(path: str | os.PathLike, pool: Pool | Iterable[tuple[Task, Sequenc
         for j, t in enumerate(traces):
             origin = origins[j] if j < len(origins) else None
             lines.append(tvm_json_dumps([i, t] if origin is None else [i, t, origin]))
-        tasks.append({"key": task.key, "name": task.name, "weight": task.weight, "networks": list(task.networks), "n": len(traces)})
+        tasks.append(
+            {
+                "key": task.key,
+                "name": task.name,
+                "weight": task.weight,
+                "networks": list(task.networks),
+                "n": len(traces),
+            }
+        )
     write_atomic(root / POOL_WORKLOADS, "".join(w + "\n" for w in workloads))
     write_atomic(root / POOL_CANDIDATES, "".join(line + "\n" for line in lines))
     info = {**dict(pool.meta), **dict(meta or {})}
@@ -600,10 +636,14 @@ def load_pool(path: str | os.PathLike) -> Pool:
     except (OSError, ValueError) as exc:
         raise TclError(f"{meta_path}: not valid JSON ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != POOL_FORMAT:
-        raise TclError(f"{meta_path}: not a tcl pool file (format {meta.get('format') if isinstance(meta, dict) else None!r})")
+        raise TclError(
+            f"{meta_path}: not a tcl pool file (format {meta.get('format') if isinstance(meta, dict) else None!r})"
+        )
     if meta.get("version") not in POOL_VERSIONS_READ:
-        raise TclError(f"{meta_path}: pool format version {meta.get('version')!r}, this tcl reads "
-                       f"{', '.join(map(str, POOL_VERSIONS_READ))}")
+        raise TclError(
+            f"{meta_path}: pool format version {meta.get('version')!r}, this tcl reads "
+            f"{', '.join(map(str, POOL_VERSIONS_READ))}"
+        )
     entries = meta.get("tasks", [])
     workloads = list(_read_json_lines(root / POOL_WORKLOADS))
     if len(workloads) != len(entries):
@@ -611,24 +651,40 @@ def load_pool(path: str | os.PathLike) -> Pool:
     pool = Pool(meta=meta)
     order: list[str] = []
     for (lineno, wl), entry in zip(workloads, entries):
-        if not (isinstance(wl, list) and len(wl) == 2 and all(isinstance(x, str) for x in wl)) or wl[0] != entry.get("key"):
-            raise TclError(f"{root / POOL_WORKLOADS}:{lineno}: expected [\"{entry.get('key')}\", base64 workload]")
-        task = Task(key=wl[0], name=str(entry.get("name") or wl[0]), weight=float(entry.get("weight", 1.0)),
-                    networks=tuple(entry.get("networks", ())), mod_b64=wl[1])
+        if not (isinstance(wl, list) and len(wl) == 2 and all(isinstance(x, str) for x in wl)) or wl[0] != entry.get(
+            "key"
+        ):
+            raise TclError(f'{root / POOL_WORKLOADS}:{lineno}: expected ["{entry.get("key")}", base64 workload]')
+        task = Task(
+            key=wl[0],
+            name=str(entry.get("name") or wl[0]),
+            weight=float(entry.get("weight", 1.0)),
+            networks=tuple(entry.get("networks", ())),
+            mod_b64=wl[1],
+        )
         pool.tasks[task.key] = task
         pool.traces[task.key] = []
         pool.origins[task.key] = []
         order.append(task.key)
     for lineno, line in _read_json_lines(root / POOL_CANDIDATES):
-        if not (isinstance(line, list) and len(line) in (2, 3) and isinstance(line[0], int) and 0 <= line[0] < len(order)
-                and (len(line) == 2 or line[2] in ORIGINS)):
-            raise TclError(f"{root / POOL_CANDIDATES}:{lineno}: expected [task_index, trace] or "
-                           f"[task_index, trace, origin] with origin one of {', '.join(ORIGINS)}")
+        if not (
+            isinstance(line, list)
+            and len(line) in (2, 3)
+            and isinstance(line[0], int)
+            and 0 <= line[0] < len(order)
+            and (len(line) == 2 or line[2] in ORIGINS)
+        ):
+            raise TclError(
+                f"{root / POOL_CANDIDATES}:{lineno}: expected [task_index, trace] or "
+                f"[task_index, trace, origin] with origin one of {', '.join(ORIGINS)}"
+            )
         pool.traces[order[line[0]]].append(line[1])
         pool.origins[order[line[0]]].append(line[2] if len(line) == 3 else None)
     for entry, key in zip(entries, order):
         if "n" in entry and entry["n"] != len(pool.traces[key]):
-            raise TclError(f"{root / POOL_CANDIDATES}: task {entry.get('name')} has {len(pool.traces[key])} candidates, {POOL_META} says {entry['n']}")
+            raise TclError(
+                f"{root / POOL_CANDIDATES}: task {entry.get('name')} has {len(pool.traces[key])} candidates, {POOL_META} says {entry['n']}"
+            )
     return pool
 
 

@@ -91,8 +91,10 @@ def load_profiles(extra_dirs: Iterable[str | Path] = ()) -> dict[str, HardwarePr
             raw = _read_toml(path)
             validate_profile(raw, str(path))
             if raw["name"] in here:
-                raise TclError(f"{path}: profile name '{raw['name']}' is also the name in {here[raw['name']]}; "
-                               "give each profile its own name")
+                raise TclError(
+                    f"{path}: profile name '{raw['name']}' is also the name in {here[raw['name']]}; "
+                    "give each profile its own name"
+                )
             here[raw["name"]] = path
             raw_profiles[raw["name"]] = (raw, str(path))
     return {name: build_profile(raw, source) for name, (raw, source) in raw_profiles.items()}
@@ -124,6 +126,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def validate_profile(raw: dict[str, Any], source: str) -> None:
     """Raise TclError naming ``source``, the key and what was expected, for the first problem."""
+
     def fail(key: str, expected: str) -> TclError:
         got = _lookup(raw, key)
         shown = "nothing" if got is _MISSING else repr(got)
@@ -140,7 +143,7 @@ def validate_profile(raw: dict[str, Any], source: str) -> None:
         raise fail("target.kind" if isinstance(target, dict) else "target", "a table with a string 'kind'")
     threads = raw.get("runtime_threads", AUTO)
     if not (threads == AUTO or (isinstance(threads, int) and not isinstance(threads, bool) and threads > 0)):
-        raise fail("runtime_threads", f"a positive integer or \"{AUTO}\"")
+        raise fail("runtime_threads", f'a positive integer or "{AUTO}"')
     measure = raw.get("measure", {})
     if not isinstance(measure, dict):
         raise fail("measure", "a table")
@@ -152,8 +155,11 @@ def validate_profile(raw: dict[str, Any], source: str) -> None:
         if isinstance(default, bool):
             if not isinstance(value, bool):
                 raise fail(f"measure.{key}", "true or false")
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or (
-            isinstance(default, int) and not isinstance(value, int)
+        elif (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or value <= 0
+            or (isinstance(default, int) and not isinstance(value, int))
         ):
             raise fail(f"measure.{key}", "a positive " + ("integer" if isinstance(default, int) else "number"))
     if not isinstance(raw.get("backend_options", {}), dict):

@@ -105,7 +105,9 @@ class ProgramSet:
                 out.add(task, ok)
         return out
 
-    def subset(self, task_keys: Sequence[str] | None = None, indices: Mapping[str, Sequence[int]] | None = None) -> "ProgramSet":
+    def subset(
+        self, task_keys: Sequence[str] | None = None, indices: Mapping[str, Sequence[int]] | None = None
+    ) -> "ProgramSet":
         """Tasks restricted to ``task_keys`` and/or programs to ``indices`` per task."""
         out = ProgramSet(profile=self.profile)
         keys = list(self.tasks) if task_keys is None else list(task_keys)

@@ -29,8 +29,9 @@ def round_quotas(take: int, rounds: int) -> list[int]:
     return [base + (r < extra) for r in range(rounds)]
 
 
-def train_round_model(records: ProgramSet, model_name: str, options: dict[str, Any] | None,
-                      seed: int) -> CostModel | None:
+def train_round_model(
+    records: ProgramSet, model_name: str, options: dict[str, Any] | None, seed: int
+) -> CostModel | None:
     """A fresh ``model_name`` model fitted on ``records`` (no validation split: the rounds'
     samples are small); None when no task has two programs to rank."""
     if not any(sum(p.ok for p in progs) >= 2 for _, progs in records):
@@ -40,10 +41,18 @@ def train_round_model(records: ProgramSet, model_name: str, options: dict[str, A
     return model
 
 
-def active_learning_offline(records: ProgramSet, sampler: Any, budget: float, *, rounds: int = 1,
-                            model_name: str | None = None, model_options: dict[str, Any] | None = None,
-                            model: CostModel | None = None, seed: int = 0,
-                            progress: Callable[[str], None] = lambda _: None) -> dict[str, list[int]]:
+def active_learning_offline(
+    records: ProgramSet,
+    sampler: Any,
+    budget: float,
+    *,
+    rounds: int = 1,
+    model_name: str | None = None,
+    model_options: dict[str, Any] | None = None,
+    model: CostModel | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, list[int]]:
     """Per task, ``budget`` (fraction or count) of its programs chosen in ``rounds`` rounds.
 
     Round r+1 gets the programs chosen so far as ``measured=`` and, when ``model_name`` is
@@ -70,11 +79,16 @@ def active_learning_offline(records: ProgramSet, sampler: Any, budget: float, *,
             take = quotas[task.key][r]
             if take == 0:
                 continue
-            new = checked_selection(sampler_name, sampler.select(task, programs, take, measured=chosen[task.key],
-                                                                 model=model, seed=seed + r),
-                                    pool_size=len(programs), budget=take, measured=chosen[task.key])
-            registry.hook.tcl_on_samples_selected(sampler=sampler_name, task=task.key, indices=list(new),
-                                                  pool_size=len(programs))
+            new = checked_selection(
+                sampler_name,
+                sampler.select(task, programs, take, measured=chosen[task.key], model=model, seed=seed + r),
+                pool_size=len(programs),
+                budget=take,
+                measured=chosen[task.key],
+            )
+            registry.hook.tcl_on_samples_selected(
+                sampler=sampler_name, task=task.key, indices=list(new), pool_size=len(programs)
+            )
             chosen[task.key] = sorted(chosen[task.key] + list(new))
         progress(f"round {r + 1}/{rounds}: {sum(map(len, chosen.values()))} programs chosen")
     return chosen
@@ -87,11 +101,21 @@ class SampleSummary:
     selected: int
 
 
-def sample_offline(records: ProgramSet, sampler_name: str, budget: float, out_dir: Path, *,
-                   model: CostModel | None = None, seed: int = 0, target: Any = None,
-                   sampler_options: dict[str, Any] | None = None, rounds: int = 1,
-                   model_name: str | None = None, model_options: dict[str, Any] | None = None,
-                   progress: Callable[[str], None] = lambda _: None) -> SampleSummary:
+def sample_offline(
+    records: ProgramSet,
+    sampler_name: str,
+    budget: float,
+    out_dir: Path,
+    *,
+    model: CostModel | None = None,
+    seed: int = 0,
+    target: Any = None,
+    sampler_options: dict[str, Any] | None = None,
+    rounds: int = 1,
+    model_name: str | None = None,
+    model_options: dict[str, Any] | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> SampleSummary:
     """Per task, ``budget`` of its programs (fraction or count) chosen by the sampler, in
     ``rounds`` active-learning rounds (see :func:`active_learning_offline`), written to the
     new directory ``out_dir`` whole or not at all (:mod:`tcl.staging`)."""
@@ -100,15 +124,29 @@ def sample_offline(records: ProgramSet, sampler_name: str, budget: float, out_di
 
     sampler = discovery.registry().create("samplers", sampler_name, **(sampler_options or {}))
     require_new_directory(Path(out_dir), "subset")
-    chosen = active_learning_offline(records, sampler, budget, rounds=rounds, model_name=model_name,
-                                     model_options=model_options, model=model, seed=seed, progress=progress)
+    chosen = active_learning_offline(
+        records,
+        sampler,
+        budget,
+        rounds=rounds,
+        model_name=model_name,
+        model_options=model_options,
+        model=model,
+        seed=seed,
+        progress=progress,
+    )
     with staged_directory(out_dir, "subset") as staging, RecordWriter(staging, profile=records.profile) as writer:
         update_manifest(staging, tasks=list(records.tasks.values()), sampler=sampler_name, budget=budget, seed=seed)
         for task, programs in records:
-            entries = [(programs[i].trace, MeasureResult(run_secs=programs[i].run_secs, error_kind=None)
-                        if programs[i].ok else MeasureResult(run_secs=None, error_kind="unknown",
-                                                             error_msg=programs[i].error))
-                       for i in chosen[task.key]]
+            entries = [
+                (
+                    programs[i].trace,
+                    MeasureResult(run_secs=programs[i].run_secs, error_kind=None)
+                    if programs[i].ok
+                    else MeasureResult(run_secs=None, error_kind="unknown", error_msg=programs[i].error),
+                )
+                for i in chosen[task.key]
+            ]
             if entries:
                 writer.add(task, entries, target=target)
     return SampleSummary(tasks=len(records.tasks), pool=len(records), selected=sum(map(len, chosen.values())))

@@ -63,7 +63,7 @@ def load_split(path: str | os.PathLike) -> Split:
     except tomllib.TOMLDecodeError as exc:
         raise TclError(f"{path}: not valid TOML ({exc})") from None
     if data.get("format") != SPLIT_FORMAT or data.get("version") != SPLIT_VERSION:
-        raise TclError(f"{path}: expected format = \"{SPLIT_FORMAT}\" and version = {SPLIT_VERSION}")
+        raise TclError(f'{path}: expected format = "{SPLIT_FORMAT}" and version = {SPLIT_VERSION}')
     unknown = sorted(set(data) - {"format", "version", *PARTS})
     if unknown:
         raise TclError(f"{path}: unknown key(s) {', '.join(unknown)}; a split has {', '.join(PARTS)}")

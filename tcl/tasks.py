@@ -234,7 +234,6 @@ def _convert_batch_norm(node: Any, importer: Any) -> Any:
     return importer.block_builder.emit(relax.TupleGetItem(bn, 0))
 
 
-
 def _convert_layout(mod: Any, layout: str) -> Any:
     """``mod`` with conv2d in ``layout``: NHWC data and HWIO weights, as TensorFlow and TFLite
     models import, by TVM's ``ConvertLayout`` (transposes at the graph's edges). The transposes

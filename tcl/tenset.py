@@ -118,7 +118,7 @@ def parse_line(obj: Any) -> TensetRecord:
         raise ValueError('"i"[1] must be [[], steps]')
     steps = state[1]
     if not all(isinstance(s, list) and s and isinstance(s[0], str) for s in steps):
-        raise ValueError("every step must be a list starting with its kind, like [\"SP\", 2, 0, 512, [1, 64, 8], 1]")
+        raise ValueError('every step must be a list starting with its kind, like ["SP", 2, 0, 512, [1, 64, 8], 1]')
     if not (isinstance(res, list) and len(res) >= 2 and isinstance(res[0], list) and isinstance(res[1], int)):
         raise ValueError('"r" must be [[costs...], error_no, all_cost, timestamp]')
     costs = res[0]
@@ -194,7 +194,9 @@ def import_tenset(
         listed = "; ".join(f"{t!r} ({n} records)" for t, n in targets.items())
         raise TclError(f"{path} holds records of several targets: {listed}. Import one platform at a time (target=...)")
     if target is not None and target not in targets:
-        raise TclError(f"{path} has no records of target {target!r} (it has: {', '.join(map(repr, targets)) or 'none'})")
+        raise TclError(
+            f"{path} has no records of target {target!r} (it has: {', '.join(map(repr, targets)) or 'none'})"
+        )
     chosen = target if target is not None else next(iter(targets), None)
     info = dict(tasks_info or {})
     tasks: dict[str, Task] = {}
@@ -229,5 +231,6 @@ def import_tenset(
             n_records += 1
             batch.append((rec.steps, result))
         flush()
-    return ImportSummary(out_dir=out, tasks=len(tasks), records=n_records, failed=n_failed, target=chosen, files=len(files))
-
+    return ImportSummary(
+        out_dir=out, tasks=len(tasks), records=n_records, failed=n_failed, target=chosen, files=len(files)
+    )

@@ -50,10 +50,25 @@ from tcl.programs import Program, ProgramSet, Task
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "TrainConfig", "Group", "TrainResult", "StopTraining", "lambdarank_loss", "clean_records",
-    "make_groups", "make_batches", "train_ranking", "ExtraLoss", "predict_groups", "split_by_task", "split_programs",
+    "TrainConfig",
+    "Group",
+    "TrainResult",
+    "StopTraining",
+    "lambdarank_loss",
+    "clean_records",
+    "make_groups",
+    "make_batches",
+    "train_ranking",
+    "ExtraLoss",
+    "predict_groups",
+    "split_by_task",
+    "split_programs",
     "split_by_network",
-    "dataset_fingerprint", "resolve_device", "seed_everything", "torch_threads", "describe_counts",
+    "dataset_fingerprint",
+    "resolve_device",
+    "seed_everything",
+    "torch_threads",
+    "describe_counts",
 ]
 
 Collate = Callable[[Sequence[tuple[Any, np.ndarray]], torch.device], Any]
@@ -204,8 +219,10 @@ def split_by_network(records: ProgramSet, held_out: Sequence[str]) -> tuple[Prog
     known = {n for t in records.tasks.values() for n in t.networks}
     unknown = sorted(held_set - known)
     if unknown:
-        raise TclError(f"held-out network(s) {', '.join(unknown)} not in the records; "
-                       f"networks there: {', '.join(sorted(known)) or 'none'}")
+        raise TclError(
+            f"held-out network(s) {', '.join(unknown)} not in the records; "
+            f"networks there: {', '.join(sorted(known)) or 'none'}"
+        )
     in_held = [k for k, t in records.tasks.items() if held_set & set(t.networks)]
     held_keys = set(in_held)
     return records.subset([k for k in records.tasks if k not in held_keys]), records.subset(in_held)
@@ -233,8 +250,9 @@ def clean_records(records: ProgramSet) -> tuple[ProgramSet, dict[str, int]]:
     program).
     """
     out = ProgramSet(profile=records.profile)
-    c = dict(programs=0, failed=0, nonfinite=0, tasks=len(records.tasks), tasks_without_success=0,
-             single_program_tasks=0)
+    c = dict(
+        programs=0, failed=0, nonfinite=0, tasks=len(records.tasks), tasks_without_success=0, single_program_tasks=0
+    )
     for task, progs in records:
         ok: list[Program] = []
         for p in progs:
@@ -272,8 +290,9 @@ def describe_counts(c: Mapping[str, int]) -> str:
     return "; ".join(parts)
 
 
-def make_groups(records: ProgramSet, featurize: Callable[[ProgramSet], Mapping[str, Any]],
-                *, what: str = "training") -> tuple[list[Group], dict[str, int]]:
+def make_groups(
+    records: ProgramSet, featurize: Callable[[ProgramSet], Mapping[str, Any]], *, what: str = "training"
+) -> tuple[list[Group], dict[str, int]]:
     """Clean ``records``, featurize the survivors (``featurize(clean) -> {task key:
     features}``) and return one :class:`Group` per task with at least two programs.
 
@@ -283,15 +302,20 @@ def make_groups(records: ProgramSet, featurize: Callable[[ProgramSet], Mapping[s
     keep = clean.subset([k for k, progs in clean.programs.items() if len(progs) >= 2])
     if what == "training" and not len(keep):
         if not len(clean):
-            raise TclError(f"no {what} data: none of the {counts['programs']} programs in "
-                           f"{counts['tasks']} tasks has a successful finite measurement")
-        raise TclError(f"no {what} data: none of the {counts['tasks']} tasks has two or more successful "
-                       f"programs, and the ranking loss needs pairs within a task")
+            raise TclError(
+                f"no {what} data: none of the {counts['programs']} programs in "
+                f"{counts['tasks']} tasks has a successful finite measurement"
+            )
+        raise TclError(
+            f"no {what} data: none of the {counts['tasks']} tasks has two or more successful "
+            f"programs, and the ranking loss needs pairs within a task"
+        )
     feats = featurize(keep) if len(keep) else {}
     groups = []
     for task, progs in keep:
-        groups.append(Group(task=task, features=feats[task.key],
-                            latencies=np.array([p.latency for p in progs], dtype=np.float64)))
+        groups.append(
+            Group(task=task, features=feats[task.key], latencies=np.array([p.latency for p in progs], dtype=np.float64))
+        )
     counts["groups"] = len(groups)
     counts["used_programs"] = sum(len(g) for g in groups)
     return groups, counts
@@ -300,8 +324,9 @@ def make_groups(records: ProgramSet, featurize: Callable[[ProgramSet], Mapping[s
 # ---- the loss -----------------------------------------------------------------------------
 
 
-def lambdarank_loss(scores: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor,
-                    sigma: float = 1.0, eps: float = 1e-10) -> torch.Tensor:
+def lambdarank_loss(
+    scores: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor, sigma: float = 1.0, eps: float = 1e-10
+) -> torch.Tensor:
     """LambdaRank (NDCG-weighted pairwise logistic) loss within groups; see the module doc.
 
     ``scores`` (n,) float with grad, ``labels`` (n,) in [0, 1], ``groups`` (n,) int64 ids in
@@ -372,8 +397,15 @@ def _eval_batches(n: int, batch_size: int) -> list[np.ndarray]:
 
 
 @torch.no_grad()
-def predict_groups(module: torch.nn.Module, collate: Collate, features: Any, n: int, device: torch.device,
-                   batch_size: int = 512, fn: Callable[[Any], torch.Tensor] | None = None) -> np.ndarray:
+def predict_groups(
+    module: torch.nn.Module,
+    collate: Collate,
+    features: Any,
+    n: int,
+    device: torch.device,
+    batch_size: int = 512,
+    fn: Callable[[Any], torch.Tensor] | None = None,
+) -> np.ndarray:
     """Run ``fn(inputs)`` (default ``module(inputs)``) over the ``n`` programs of one task's
     ``features`` in batches; concatenated as numpy on the CPU. The caller sets train/eval."""
     fn = fn or module
@@ -385,8 +417,9 @@ def predict_groups(module: torch.nn.Module, collate: Collate, features: Any, n: 
     return torch.cat(outs).numpy().astype(np.float64)
 
 
-def evaluate_groups(module: torch.nn.Module, collate: Collate, groups: Sequence[Group], device: torch.device,
-                    batch_size: int = 512) -> dict[str, float]:
+def evaluate_groups(
+    module: torch.nn.Module, collate: Collate, groups: Sequence[Group], device: torch.device, batch_size: int = 512
+) -> dict[str, float]:
     module.eval()
     lats = {g.key: g.latencies for g in groups}
     scores = {g.key: predict_groups(module, collate, g.features, len(g), device, batch_size) for g in groups}
@@ -419,10 +452,18 @@ def _call_epoch_hook(name: str, epoch: int, metrics: Mapping[str, float], warned
             warned[0] = True
 
 
-def train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Group],
-                  valid: Sequence[Group] | None = None, *, config: TrainConfig | None = None,
-                  name: str = "model", seed: int = 0, counts: Mapping[str, int] | None = None,
-                  extra_loss: ExtraLoss | None = None) -> TrainResult:
+def train_ranking(
+    module: torch.nn.Module,
+    collate: Collate,
+    train: Sequence[Group],
+    valid: Sequence[Group] | None = None,
+    *,
+    config: TrainConfig | None = None,
+    name: str = "model",
+    seed: int = 0,
+    counts: Mapping[str, int] | None = None,
+    extra_loss: ExtraLoss | None = None,
+) -> TrainResult:
     """Train ``module`` with LambdaRank (plus ``extra_loss``, if given) on ``train`` groups;
     keep the best epoch.
 
@@ -435,9 +476,17 @@ def train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Gro
         return _train_ranking(module, collate, train, valid, config, name, seed, counts, extra_loss)
 
 
-def _train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Group], valid: Sequence[Group] | None,
-                   config: TrainConfig, name: str, seed: int, counts: Mapping[str, int] | None,
-                   extra_loss: ExtraLoss | None = None) -> TrainResult:
+def _train_ranking(
+    module: torch.nn.Module,
+    collate: Collate,
+    train: Sequence[Group],
+    valid: Sequence[Group] | None,
+    config: TrainConfig,
+    name: str,
+    seed: int,
+    counts: Mapping[str, int] | None,
+    extra_loss: ExtraLoss | None = None,
+) -> TrainResult:
     train = [g for g in train if len(g) >= 2]
     if not train:
         raise TclError("no training data: no task with two or more successful programs")
@@ -449,13 +498,18 @@ def _train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Gr
     decay, no_decay = [], []
     for _pname, p in module.named_parameters():
         (no_decay if getattr(p, "_no_weight_decay", False) else decay).append(p)
-    optim = torch.optim.Adam([{"params": decay, "weight_decay": config.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+    optim = torch.optim.Adam(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=config.lr,
+    )
     labels = [torch.from_numpy(g.labels) for g in train]
     sizes = [len(g) for g in train]
     what = f" ({describe_counts(counts)})" if counts else ""
-    _emit(f"[{name}] training on {sum(sizes)} programs of {len(train)} tasks{what}, "
-          f"{len(valid)} validation tasks, device {device}", config.verbose)
+    _emit(
+        f"[{name}] training on {sum(sizes)} programs of {len(train)} tasks{what}, "
+        f"{len(valid)} validation tasks, device {device}",
+        config.verbose,
+    )
     best_score = -math.inf
     best_state: dict[str, torch.Tensor] | None = None
     best_epoch = 0
@@ -502,8 +556,7 @@ def _train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Gr
             bad += 1
         line = f"[{name}] epoch {epoch}/{config.epochs} loss {m['train_loss']:.4f}"
         if valid:
-            line += (f" valid top1 {m['valid_top1']:.4f} top5 {m['valid_top5']:.4f}"
-                     f" pairwise {m['valid_pairwise']:.4f}")
+            line += f" valid top1 {m['valid_top1']:.4f} top5 {m['valid_top5']:.4f} pairwise {m['valid_pairwise']:.4f}"
         _emit(line + f" {train_s:.2f}s" + (" *" if improved else ""), config.verbose)
         stop = False
         try:
@@ -520,7 +573,11 @@ def _train_ranking(module: torch.nn.Module, collate: Collate, train: Sequence[Gr
     final["best_epoch"] = float(best_epoch)
     final["epochs_run"] = float(epoch)
     final["mean_epoch_s"] = float(np.mean([h["epoch_s"] for h in history])) if history else 0.0
-    _emit(f"[{name}] kept epoch {best_epoch} of {epoch}"
-          + (f" (valid top1 {best.get('valid_top1', math.nan):.4f})" if valid else ""), config.verbose)
-    return TrainResult(metrics=final, best_epoch=best_epoch, epochs_run=epoch, history=history,
-                       counts=dict(counts or {}))
+    _emit(
+        f"[{name}] kept epoch {best_epoch} of {epoch}"
+        + (f" (valid top1 {best.get('valid_top1', math.nan):.4f})" if valid else ""),
+        config.verbose,
+    )
+    return TrainResult(
+        metrics=final, best_epoch=best_epoch, epochs_run=epoch, history=history, counts=dict(counts or {})
+    )

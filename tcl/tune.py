@@ -142,10 +142,14 @@ def resolve_method(spec: str, profile: str, online: bool = False) -> Method:
         shipped = pretrained_dir(profile, spec)
         if shipped is not None and (shipped / "config.json").is_file():
             return Method(label=spec + suffix, checkpoint=shipped, online=online)
-        raise TclError(f"cost model {spec!r}: no pretrained checkpoint for profile {profile} "
-                       f"({shipped}); train one with tcl train --model {spec} and pass its directory")
-    raise TclError(f"cost model {spec!r}: expected xgb, random, a checkpoint directory or a cost model "
-                   f"with a pretrained checkpoint ({', '.join(discovery.registry().names('cost_models'))})")
+        raise TclError(
+            f"cost model {spec!r}: no pretrained checkpoint for profile {profile} "
+            f"({shipped}); train one with tcl train --model {spec} and pass its directory"
+        )
+    raise TclError(
+        f"cost model {spec!r}: expected xgb, random, a checkpoint directory or a cost model "
+        f"with a pretrained checkpoint ({', '.join(discovery.registry().names('cost_models'))})"
+    )
 
 
 def _ms_cost_model(method: Method, seed: int) -> Any:
@@ -158,8 +162,9 @@ def _ms_cost_model(method: Method, seed: int) -> Any:
         return TimedCostModel(ms.cost_model.CostModel.create(method.tvm_name, num_tuning_cores=1))
     from tcl.evaluation import load_checkpoint
 
-    return TimedCostModel(BridgeCostModel(load_checkpoint(method.checkpoint, verbose=False, threads=1),
-                                          online=method.online, seed=seed))
+    return TimedCostModel(
+        BridgeCostModel(load_checkpoint(method.checkpoint, verbose=False, threads=1), online=method.online, seed=seed)
+    )
 
 
 # ---- progress and the curve ----------------------------------------------------------------
@@ -168,8 +173,15 @@ def _ms_cost_model(method: Method, seed: int) -> Any:
 class Curve:
     """Per-task best latencies and the curve of the weighted estimate, saved after each batch."""
 
-    def __init__(self, path: Path, method: str, tasks: Sequence[Any], previous: Mapping[str, Any] | None,
-                 best: Mapping[str, float], spent: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        method: str,
+        tasks: Sequence[Any],
+        previous: Mapping[str, Any] | None,
+        best: Mapping[str, float],
+        spent: int,
+    ) -> None:
         self.path = path
         self.method = method
         self.keys = [t.key for t in tasks]
@@ -190,16 +202,22 @@ class Curve:
     def seconds(self) -> float:
         return self.time_offset + time.perf_counter() - self.started
 
-    def add_batch(self, task_id: int, run_secs: Sequence[Sequence[float] | None],
-                  other_cores: float | None = None) -> dict[str, Any]:
+    def add_batch(
+        self, task_id: int, run_secs: Sequence[Sequence[float] | None], other_cores: float | None = None
+    ) -> dict[str, Any]:
         for secs in run_secs:
             if secs and all(0 < s < 1e9 for s in secs):  # fastest repeat, as Program.latency
                 self.best[task_id] = min(self.best[task_id], float(np.min(secs)))
         self.trials += len(run_secs)
         self.rounds += 1
-        point = {"round": self.rounds, "trials": self.trials, "seconds": round(self.seconds(), 3),
-                 "task": self.names[task_id], "task_best_s": _finite(self.best[task_id]),
-                 "estimate_s": self.estimate()}
+        point = {
+            "round": self.rounds,
+            "trials": self.trials,
+            "seconds": round(self.seconds(), 3),
+            "task": self.names[task_id],
+            "task_best_s": _finite(self.best[task_id]),
+            "estimate_s": self.estimate(),
+        }
         if other_cores is not None:  # measured while other processes took that many cores
             point["other_cores"] = round(other_cores, 2)
         self.points.append(point)
@@ -207,9 +225,14 @@ class Curve:
         return point
 
     def as_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "points": self.points,
-                "tasks": [{"key": k, "name": n, "weight": w, "best_s": _finite(b)}
-                          for k, n, w, b in zip(self.keys, self.names, self.weights, self.best)]}
+        return {
+            "method": self.method,
+            "points": self.points,
+            "tasks": [
+                {"key": k, "name": n, "weight": w, "best_s": _finite(b)}
+                for k, n, w, b in zip(self.keys, self.names, self.weights, self.best)
+            ],
+        }
 
     def save(self) -> None:
         from tcl.database import write_atomic
@@ -244,8 +267,9 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _progress_callback(curve: Curve, network: str, report: Callable[[str], None], interrupted: threading.Event,
-                       load: OtherLoad | None) -> Any:
+def _progress_callback(
+    curve: Curve, network: str, report: Callable[[str], None], interrupted: threading.Event, load: OtherLoad | None
+) -> Any:
     """A MetaSchedule measure callback feeding :class:`Curve` and the ``tcl_on_tuning_round_end``
     hook. It runs before MetaSchedule's own callbacks, so raising here on Ctrl-C keeps the
     interrupted batch out of the database. With ``load`` each round says when other
@@ -262,21 +286,27 @@ def _progress_callback(curve: Curve, network: str, report: Callable[[str], None]
         def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
             if interrupted.is_set():
                 raise KeyboardInterrupt
-            secs = [None if r.error_msg is not None or not r.run_secs else [float(s) for s in r.run_secs]
-                    for r in runner_results]
+            secs = [
+                None if r.error_msg is not None or not r.run_secs else [float(s) for s in r.run_secs]
+                for r in runner_results
+            ]
             busy = (load.sample() if load is not None else None) or 0.0  # None: too soon to judge
             point = curve.add_batch(int(task_id), secs, busy if busy >= BUSY_CORES else None)
             failed = sum(s is None for s in secs)
             est = point["estimate_s"]
             best = point["task_best_s"]
-            report(f"round {point['round']}: {point['trials']} trials, {point['seconds']:.0f}s, task "
-                   f"{point['task']} best " + (f"{best * 1e3:.4f} ms" if best is not None else "none") +
-                   f" ({failed} failed), estimate "
-                   + (f"{est * 1e3:.4f} ms" if est is not None else "pending (tasks not yet measured)")
-                   + (f"; warning: other processes used {busy:.1f} cores" if busy >= BUSY_CORES else ""))
+            report(
+                f"round {point['round']}: {point['trials']} trials, {point['seconds']:.0f}s, task "
+                f"{point['task']} best "
+                + (f"{best * 1e3:.4f} ms" if best is not None else "none")
+                + f" ({failed} failed), estimate "
+                + (f"{est * 1e3:.4f} ms" if est is not None else "pending (tasks not yet measured)")
+                + (f"; warning: other processes used {busy:.1f} cores" if busy >= BUSY_CORES else "")
+            )
             if est is not None:
-                hook.tcl_on_tuning_round_end(network=network, round_index=point["round"], trials=point["trials"],
-                                             best_latency_s=est)
+                hook.tcl_on_tuning_round_end(
+                    network=network, round_index=point["round"], trials=point["trials"], best_latency_s=est
+                )
 
     return Progress()
 
@@ -314,26 +344,49 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         raise TclError(f"{path}: unreadable ({exc})") from None
 
 
-def _tune_contexts(tasks: Sequence[Any], target: Any, seed: int, population: int,
-                   eps_greedy: float = 0.05) -> list[Any]:
+def _tune_contexts(
+    tasks: Sequence[Any], target: Any, seed: int, population: int, eps_greedy: float = 0.05
+) -> list[Any]:
     import tvm.s_tir.meta_schedule as ms
     from tvm.s_tir.meta_schedule.utils import fork_seed
 
     from tcl.pools import ensure_tensor_intrinsics
 
     ensure_tensor_intrinsics(target)
+
     def search() -> Any:
-        return ms.search_strategy.EvolutionarySearch(population_size=population, eps_greedy=eps_greedy,
-                                                     init_min_unmeasured=min(50, population))
+        return ms.search_strategy.EvolutionarySearch(
+            population_size=population, eps_greedy=eps_greedy, init_min_unmeasured=min(50, population)
+        )
 
-    return [ms.TuneContext(mod=t.mod, target=target, space_generator="post-order-apply", search_strategy=search(),
-                           task_name=t.name, rand_state=rs, num_threads="physical").clone()
-            for t, rs in zip(tasks, fork_seed(seed, n=len(tasks)))]
+    return [
+        ms.TuneContext(
+            mod=t.mod,
+            target=target,
+            space_generator="post-order-apply",
+            search_strategy=search(),
+            task_name=t.name,
+            rand_state=rs,
+            num_threads="physical",
+        ).clone()
+        for t, rs in zip(tasks, fork_seed(seed, n=len(tasks)))
+    ]
 
 
-def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, population: int, per_round: int,
-                remaining: int, backend: Any, cost_model: Any, curve: Curve, name: str,
-                report: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, float]]:
+def _run_tuning(
+    out_dir: Path,
+    tasks: Sequence[Any],
+    target: Any,
+    seed: int,
+    population: int,
+    per_round: int,
+    remaining: int,
+    backend: Any,
+    cost_model: Any,
+    curve: Curve,
+    name: str,
+    report: Callable[[str], None],
+) -> tuple[dict[str, Any], dict[str, float]]:
     """MetaSchedule's gradient task scheduler over ``tasks``; Ctrl-C ends it with
     KeyboardInterrupt. Returns the cost model's calls and seconds (``TimedCostModel.stats``)
     and the seconds of each phase MetaSchedule's own profiler timed (search, build, run...),
@@ -342,16 +395,26 @@ def _run_tuning(out_dir: Path, tasks: Sequence[Any], target: Any, seed: int, pop
 
     with ms.Profiler() as profiler, _deferred_interrupt(report) as interrupted:
         load = OtherLoad() if backend.times_on_this_host else None
-        callbacks = [_progress_callback(curve, name, report, interrupted, load),
-                     *ms.measure_callback.MeasureCallback.create("default")]
+        callbacks = [
+            _progress_callback(curve, name, report, interrupted, load),
+            *ms.measure_callback.MeasureCallback.create("default"),
+        ]
         try:
             with quiet_tvm_warnings():
                 contexts = _tune_contexts(tasks, target, seed, population)
-            ms.tune_tasks(tasks=contexts,
-                          task_weights=[float(t.weight) for t in tasks], work_dir=str(out_dir),
-                          max_trials_global=remaining, num_trials_per_iter=per_round, builder=backend.builder(),
-                          runner=backend.runner(), database=ms.database.JSONDatabase(work_dir=str(out_dir)),
-                          cost_model=cost_model, measure_callbacks=callbacks, task_scheduler="gradient")
+            ms.tune_tasks(
+                tasks=contexts,
+                task_weights=[float(t.weight) for t in tasks],
+                work_dir=str(out_dir),
+                max_trials_global=remaining,
+                num_trials_per_iter=per_round,
+                builder=backend.builder(),
+                runner=backend.runner(),
+                database=ms.database.JSONDatabase(work_dir=str(out_dir)),
+                cost_model=cost_model,
+                measure_callbacks=callbacks,
+                task_scheduler="gradient",
+            )
         except BaseException:
             if interrupted.is_set():  # whatever the signal became on its way through TVM's C++
                 raise KeyboardInterrupt from None
@@ -373,23 +436,36 @@ def coverage_warning(trials: int, per_round: int, n_tasks: int) -> str | None:
     rounds = -(-trials // per_round)
     if rounds >= n_tasks:
         return None
-    return (f"warning: {trials} trials at {per_round} per round measure at most {rounds} of {n_tasks} tasks (the "
-            f"others get the schedule the cost model ranks first, unmeasured), so there will be no latency "
-            f"estimate; give --trials {n_tasks * per_round} or more")
+    return (
+        f"warning: {trials} trials at {per_round} per round measure at most {rounds} of {n_tasks} tasks (the "
+        f"others get the schedule the cost model ranks first, unmeasured), so there will be no latency "
+        f"estimate; give --trials {n_tasks * per_round} or more"
+    )
 
 
-def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str | Method, trials: int,
-                 out_dir: str | Path, online: bool = False, seed: int = 0, *,
-                 input_shape: Sequence[int] | None = None, trials_per_round: int | None = None,
-                 population: int = 512, repeats: int = 20, profiles_dir: Sequence[str] = (),
-                 report: Callable[[str], None] | None = None, plot: bool = True,
-                 export: str | Path | None = None) -> dict[str, Any]:
+def tune_network(
+    network: str | tuple[str, Any],
+    profile: Any,
+    cost_model: str | Method,
+    trials: int,
+    out_dir: str | Path,
+    online: bool = False,
+    seed: int = 0,
+    *,
+    input_shape: Sequence[int] | None = None,
+    trials_per_round: int | None = None,
+    population: int = 512,
+    repeats: int = 20,
+    profiles_dir: Sequence[str] = (),
+    report: Callable[[str], None] | None = None,
+    plot: bool = True,
+    export: str | Path | None = None,
+) -> dict[str, Any]:
     """Tune ``network`` for ``trials`` measured candidates in total (records already in
     ``out_dir`` count), compile, check against torch, time; return the JSON-able result
     (also written to ``out_dir/tune_result.json``). ``population`` is the evolutionary
     search's (MetaSchedule's default 512; smaller rounds are faster and search less).
     See the module doc."""
-    import tvm.s_tir.meta_schedule as ms
 
     from tcl import discovery
     from tcl.database import update_manifest, write_atomic
@@ -407,8 +483,9 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     out_dir.mkdir(parents=True, exist_ok=True)
     previous = _read_json(out_dir / CURVE_FILE)
     if previous is not None and previous.get("method") != method.label:
-        raise TclError(f"{out_dir} holds a tuning run of {previous.get('method')!r}, not {method.label!r}; "
-                       "use another --out")
+        raise TclError(
+            f"{out_dir} holds a tuning run of {previous.get('method')!r}, not {method.label!r}; use another --out"
+        )
 
     target = prof.tvm_target()
     started = time.perf_counter()
@@ -418,14 +495,20 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
         raise TclError(f"network {name}: no tunable task (no operator with a reduction)")
     from tcl.pools import make_task
 
-    update_manifest(out_dir, profile=prof.name, networks={name: {"tasks": len(tasks)}},
-                    tasks=[make_task(t.mod, name=t.name, weight=t.weight, networks=(name,)) for t in tasks])
+    update_manifest(
+        out_dir,
+        profile=prof.name,
+        networks={name: {"tasks": len(tasks)}},
+        tasks=[make_task(t.mod, name=t.name, weight=t.weight, networks=(name,)) for t in tasks],
+    )
     spent, best = _existing(out_dir, tasks)
     remaining = max(0, trials - spent)
     per_round = trials_per_round or default_trials_per_round(trials, len(tasks))
     curve = Curve(out_dir / CURVE_FILE, method.label, tasks, previous, best, spent)
-    report(f"tuning {name} ({len(tasks)} tasks) on {prof.name} with {method.label}: {remaining} of {trials} "
-           f"trials left ({spent} already in {out_dir}), {per_round} per round")
+    report(
+        f"tuning {name} ({len(tasks)} tasks) on {prof.name} with {method.label}: {remaining} of {trials} "
+        f"trials left ({spent} already in {out_dir}), {per_round} per round"
+    )
     warning = coverage_warning(trials, per_round, len(tasks)) if trials else None
     if warning:
         report(warning)
@@ -434,26 +517,35 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     cost_model = _ms_cost_model(method, seed)
     try:
         if remaining:
-            model_stats, phases = _run_tuning(out_dir, tasks, target, seed, population, per_round, remaining,
-                                              backend, cost_model, curve, name, report)
+            model_stats, phases = _run_tuning(
+                out_dir, tasks, target, seed, population, per_round, remaining, backend, cost_model, curve, name, report
+            )
         tuning_s = curve.seconds() if remaining else curve.time_offset
         curve.save()
-        spent_in_model = "" if model_stats is None else (
-            f" ({_model_seconds(model_stats):.0f}s of it in the cost model: {model_stats['predicted']} predictions, "
-            f"{model_stats['updates']} updates)")
+        spent_in_model = (
+            ""
+            if model_stats is None
+            else (
+                f" ({_model_seconds(model_stats):.0f}s of it in the cost model: {model_stats['predicted']} predictions, "
+                f"{model_stats['updates']} updates)"
+            )
+        )
         report(f"tuned in {tuning_s:.0f}s{spent_in_model}")
         unmeasured = [t for t, b in zip(tasks, curve.best) if not math.isfinite(b)]
         if unmeasured:
-            report(f"{len(unmeasured)} of {len(tasks)} tasks have no measured schedule: choosing theirs by "
-                   f"{method.label}'s predictions alone")
+            report(
+                f"{len(unmeasured)} of {len(tasks)} tasks have no measured schedule: choosing theirs by "
+                f"{method.label}'s predictions alone"
+            )
         start_choice = time.perf_counter()
         with quiet_tvm_warnings():
             chosen = choose_schedules(unmeasured, target, cost_model, seed=seed, population=population)
         choose_s = time.perf_counter() - start_choice
         picks = checks = None
         if trials:
-            report("timing each task's default schedule and the model's unmeasured picks once, against the tuned "
-                   "records")
+            report(
+                "timing each task's default schedule and the model's unmeasured picks once, against the tuned records"
+            )
             with quiet_tvm_warnings():
                 picks, checks = pick_fastest(tasks, curve.best, chosen, target, backend)
             chosen = {k: v for k, v in chosen.items() if picks[k] == "model"}
@@ -461,15 +553,36 @@ def tune_network(network: str | tuple[str, Any], profile: Any, cost_model: str |
     finally:
         backend.close()
     use_default = {k for k, v in (picks or {}).items() if v == "default"}
-    check = compile_and_check(definition, target, out_dir, prof.runtime_threads, repeats=repeats, chosen=chosen,
-                              use_default=use_default, export=export)
-    result = {"network": name, "profile": prof.name, "method": method.label, "trials": trials,
-              "measured_trials": curve.trials, "trials_per_round": per_round, "tasks": len(tasks),
-              "tuning_s": tuning_s, "model_choice_s": choose_s,
-              "schedule_checks_s": checks, "wall_s": time.perf_counter() - started, "estimate_s": curve.estimate(),
-              "rounds_under_load": sum("other_cores" in point for point in curve.points),
-              "cost_model_stats": model_stats, "tuning_phases_s": phases, **check, "curve": curve.as_dict(),
-              "out_dir": str(out_dir)}
+    check = compile_and_check(
+        definition,
+        target,
+        out_dir,
+        prof.runtime_threads,
+        repeats=repeats,
+        chosen=chosen,
+        use_default=use_default,
+        export=export,
+    )
+    result = {
+        "network": name,
+        "profile": prof.name,
+        "method": method.label,
+        "trials": trials,
+        "measured_trials": curve.trials,
+        "trials_per_round": per_round,
+        "tasks": len(tasks),
+        "tuning_s": tuning_s,
+        "model_choice_s": choose_s,
+        "schedule_checks_s": checks,
+        "wall_s": time.perf_counter() - started,
+        "estimate_s": curve.estimate(),
+        "rounds_under_load": sum("other_cores" in point for point in curve.points),
+        "cost_model_stats": model_stats,
+        "tuning_phases_s": phases,
+        **check,
+        "curve": curve.as_dict(),
+        "out_dir": str(out_dir),
+    }
     write_atomic(out_dir / RESULT_FILE, json.dumps(result, indent=1) + "\n")
     if plot:
         plot_curves({method.label: result}, out_dir / PLOT_FILE, title=f"{name} on {prof.name}")
@@ -486,8 +599,9 @@ def _leaves(obj: Any) -> list[np.ndarray]:
     return [obj.detach().numpy() if hasattr(obj, "detach") else obj.numpy()]
 
 
-def choose_schedules(tasks: Sequence[Any], target: Any, cost_model: Any, *, seed: int = 0,
-                     population: int = 512) -> dict[str, Any]:
+def choose_schedules(
+    tasks: Sequence[Any], target: Any, cost_model: Any, *, seed: int = 0, population: int = 512
+) -> dict[str, Any]:
     """``{task name: scheduled PrimFunc}``: for each task, the candidate MetaSchedule's
     evolutionary search ranks first by ``cost_model``'s predictions alone, none of them built
     or measured. The population is capped at :data:`CHOICE_POPULATION`: on a busy 2-core
@@ -498,8 +612,13 @@ def choose_schedules(tasks: Sequence[Any], target: Any, cost_model: Any, *, seed
     population = min(population, CHOICE_POPULATION)
     for task, ctx in zip(tasks, _tune_contexts(tasks, target, seed, population, eps_greedy=0.0)):
         try:
-            ctx.pre_tuning(max_trials=1, num_trials_per_iter=1, design_spaces=ctx.generate_design_space(),
-                           database=ms.database.MemoryDatabase(), cost_model=cost_model)
+            ctx.pre_tuning(
+                max_trials=1,
+                num_trials_per_iter=1,
+                design_spaces=ctx.generate_design_space(),
+                database=ms.database.MemoryDatabase(),
+                cost_model=cost_model,
+            )
             candidates = ctx.generate_measure_candidates()
             ctx.post_tuning()
         except (RuntimeError, ValueError):  # TVM found no valid candidate for this task: it gets a default schedule
@@ -509,8 +628,9 @@ def choose_schedules(tasks: Sequence[Any], target: Any, cost_model: Any, *, seed
     return chosen
 
 
-def pick_fastest(tasks: Sequence[Any], best: Sequence[float], chosen: Mapping[str, Any], target: Any,
-                 backend: Any) -> tuple[dict[str, str], dict[str, dict[str, float | None]]]:
+def pick_fastest(
+    tasks: Sequence[Any], best: Sequence[float], chosen: Mapping[str, Any], target: Any, backend: Any
+) -> tuple[dict[str, str], dict[str, dict[str, float | None]]]:
     """Per task, whichever runs fastest of its best tuned record (``best``, seconds), its
     default schedule and the model's unmeasured pick (``chosen``), the latter two built and
     timed once here: ``({task name: "tuned" | "default" | "model"}, {task name: seconds of each})``.
@@ -528,17 +648,29 @@ def pick_fastest(tasks: Sequence[Any], best: Sequence[float], chosen: Mapping[st
         if task.name in chosen:
             candidates["model"] = tvm.IRModule({"main": chosen[task.name]})
         options = {"tuned": tuned}
-        for label, result in zip(candidates, measure_with(builder, runner, target, task.mod, list(candidates.values()))):
+        for label, result in zip(
+            candidates, measure_with(builder, runner, target, task.mod, list(candidates.values()))
+        ):
             options[label] = min(result.run_secs) if result.ok else math.inf
         fastest = min(options, key=options.get)
-        picks[task.name] = fastest if math.isfinite(options[fastest]) else ("model" if task.name in chosen else "default")
+        picks[task.name] = (
+            fastest if math.isfinite(options[fastest]) else ("model" if task.name in chosen else "default")
+        )
         seconds[task.name] = {label: _finite(value) for label, value in options.items()}
     return picks, seconds
 
 
-def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, *, repeats: int = 20,
-                      chosen: Mapping[str, Any] | None = None, use_default: set[str] | frozenset[str] = frozenset(),
-                      export: Path | None = None) -> dict[str, Any]:
+def compile_and_check(
+    definition: Any,
+    target: Any,
+    db_dir: Path,
+    threads: int,
+    *,
+    repeats: int = 20,
+    chosen: Mapping[str, Any] | None = None,
+    use_default: set[str] | frozenset[str] = frozenset(),
+    export: Path | None = None,
+) -> dict[str, Any]:
     """Compile the network with the best records of ``db_dir`` (and the schedules in ``chosen``,
     by function name, for functions without a record; default schedules for the functions
     named in ``use_default`` even where a record exists), check it against torch on the
@@ -556,8 +688,9 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
     start = time.perf_counter()
     with quiet_tvm_warnings():
         mod = prepare_for_tuning(import_network(definition), target)
-        executable, functions = _compile_with_database(mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)),
-                                                       chosen or {}, use_default)
+        executable, functions = _compile_with_database(
+            mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)), chosen or {}, use_default
+        )
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
@@ -581,24 +714,39 @@ def compile_and_check(definition: Any, target: Any, db_dir: Path, threads: int, 
         scale = max(1.0, float(np.abs(w).max()) if w.size else 1.0)
         if g.shape != w.shape or not np.allclose(g, w, rtol=1e-3, atol=1e-4 * scale):
             err = float(np.abs(g - w).max()) if g.shape == w.shape else math.inf
-            raise TclError(f"the tuned network's output differs from torch (shape {g.shape} vs {w.shape}, "
-                           f"max abs error {err:.3g}, largest |torch| {scale:.3g})")
+            raise TclError(
+                f"the tuned network's output differs from torch (shape {g.shape} vs {w.shape}, "
+                f"max abs error {err:.3g}, largest |torch| {scale:.3g})"
+            )
         worst = max(worst, float(np.abs(g - w).max()) / scale if w.size else 0.0)
     if export is not None:
         with quiet_tvm_warnings():
             export_library(executable, export)
     timer = vm.time_evaluator("main", dev, number=5, repeat=repeats, min_repeat_ms=0)
     latency = float(np.median(timer(*inputs).results))
-    return {"latency_s": latency, "torch_latency_s": torch_times[torch_threads_best],
-            "torch_threads": torch_threads_best, "torch_latency_by_threads_s": torch_times,
-            "compile_s": compile_s, "tuned_functions": functions["tuned"],
-            "model_chosen_functions": functions["model"], "default_functions": functions["default"], "unscheduled_functions": functions["unscheduled"],
-            "exported": None if export is None else str(export),
-            "max_rel_error": worst, "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)"}
+    return {
+        "latency_s": latency,
+        "torch_latency_s": torch_times[torch_threads_best],
+        "torch_threads": torch_threads_best,
+        "torch_latency_by_threads_s": torch_times,
+        "compile_s": compile_s,
+        "tuned_functions": functions["tuned"],
+        "model_chosen_functions": functions["model"],
+        "default_functions": functions["default"],
+        "unscheduled_functions": functions["unscheduled"],
+        "exported": None if export is None else str(export),
+        "max_rel_error": worst,
+        "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)",
+    }
 
 
-def _compile_with_database(mod: Any, target: Any, database: Any, chosen: Mapping[str, Any],
-                           use_default: set[str] | frozenset[str] = frozenset()) -> tuple[Any, dict[str, Any]]:
+def _compile_with_database(
+    mod: Any,
+    target: Any,
+    database: Any,
+    chosen: Mapping[str, Any],
+    use_default: set[str] | frozenset[str] = frozenset(),
+) -> tuple[Any, dict[str, Any]]:
     """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, the
     ``chosen`` schedules for functions it did not schedule (``model``), default
     schedules (:mod:`tcl.default_schedule`) for every function it left unscheduled, then TVM's
@@ -616,9 +764,19 @@ def _compile_with_database(mod: Any, target: Any, database: Any, chosen: Mapping
     T = relax.transform
     # after applying the database: what compile_relax runs after fusion on CPU targets (TVM 0.27 has no CPU entry in
     # relax.pipeline.dataflow_lower_passes / finalize_passes)
-    passes = [T.RewriteDataflowReshape(), T.ToNonDataflow(), T.RemovePurityChecking(),
-              T.CallTIRRewrite(), T.StaticPlanBlockMemory(), T.LowerAllocTensor(), T.KillAfterLastUse(),
-              T.LowerRuntimeBuiltin(), T.ComputePrimValue(), T.VMShapeLower(), T.AttachGlobalSymbol()]
+    passes = [
+        T.RewriteDataflowReshape(),
+        T.ToNonDataflow(),
+        T.RemovePurityChecking(),
+        T.CallTIRRewrite(),
+        T.StaticPlanBlockMemory(),
+        T.LowerAllocTensor(),
+        T.KillAfterLastUse(),
+        T.LowerRuntimeBuiltin(),
+        T.ComputePrimValue(),
+        T.VMShapeLower(),
+        T.AttachGlobalSymbol(),
+    ]
 
     functions: dict[str, Any] = {}
 
@@ -629,16 +787,18 @@ def _compile_with_database(mod: Any, target: Any, database: Any, chosen: Mapping
         for gv in list(mod.get_global_vars()):
             if gv.name_hint in unscheduled:
                 mod[gv] = unscheduled[gv.name_hint]
-        functions["tuned"] = sorted(gv.name_hint for gv, f in mod.functions.items()
-                                    if isinstance(f, tvm.tirx.PrimFunc) and is_scheduled(f))
+        functions["tuned"] = sorted(
+            gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc) and is_scheduled(f)
+        )
         functions["model"] = []
         for gv, func in list(mod.functions_items()):
             if gv.name_hint in chosen and isinstance(func, tvm.tirx.PrimFunc) and not is_scheduled(func):
                 mod[gv] = _in_place_of(chosen[gv.name_hint], func)
                 functions["model"].append(gv.name_hint)
         mod, functions["default"] = apply_defaults(mod, target)
-        functions["unscheduled"] = sorted(gv.name_hint for gv, f in mod.functions.items()
-                                          if isinstance(f, tvm.tirx.PrimFunc) and not is_scheduled(f))
+        functions["unscheduled"] = sorted(
+            gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc) and not is_scheduled(f)
+        )
         return tvm.transform.Sequential(passes)(mod)
 
     with target, database, tvm.transform.PassContext(opt_level=3):
@@ -725,11 +885,23 @@ def _time_to_reach(points: Sequence[Mapping[str, Any]], target_s: float | None, 
     return None
 
 
-def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out_dir: str | Path, *,
-            online: bool = False, seed: int = 0, input_shape: Sequence[int] | None = None,
-            trials_per_round: int | None = None, population: int = 512, repeats: int = 20,
-            profiles_dir: Sequence[str] = (), report: Callable[[str], None] | None = None,
-            baseline: str | None = None) -> dict[str, Any]:
+def compare(
+    methods: Sequence[str],
+    network: str,
+    profile: Any,
+    trials: int,
+    out_dir: str | Path,
+    *,
+    online: bool = False,
+    seed: int = 0,
+    input_shape: Sequence[int] | None = None,
+    trials_per_round: int | None = None,
+    population: int = 512,
+    repeats: int = 20,
+    profiles_dir: Sequence[str] = (),
+    report: Callable[[str], None] | None = None,
+    baseline: str | None = None,
+) -> dict[str, Any]:
     """Tune ``network`` with each of ``methods`` in turn (each in ``out_dir/<label>``) and
     compare them with ``baseline`` (a method as given or its label; default the first):
     ``{"rows": [...], "baseline": label, ...}``. Each row's ``seconds_to_best_of`` also says
@@ -751,31 +923,49 @@ def compare(methods: Sequence[str], network: str, profile: Any, trials: int, out
     out_dir = Path(out_dir)
     results = {}
     for method in resolved:
-        results[method.label] = tune_network(net, prof, method, trials, out_dir / method.label, seed=seed,
-                                             trials_per_round=trials_per_round, population=population,
-                                             repeats=repeats, report=report,
-                                             plot=False)
+        results[method.label] = tune_network(
+            net,
+            prof,
+            method,
+            trials,
+            out_dir / method.label,
+            seed=seed,
+            trials_per_round=trials_per_round,
+            population=population,
+            repeats=repeats,
+            report=report,
+            plot=False,
+        )
     base = results[base_label]
     base_best = base["estimate_s"]
     base_time = _time_to_reach(base["curve"]["points"], base_best, "seconds")
     rows = []
     for label in labels:
         r = results[label]
-        to_each = {other: _time_to_reach(r["curve"]["points"], results[other]["estimate_s"], "seconds")
-                   for other in labels}
+        to_each = {
+            other: _time_to_reach(r["curve"]["points"], results[other]["estimate_s"], "seconds") for other in labels
+        }
         t = to_each[base_label]
         n = _time_to_reach(r["curve"]["points"], base_best, "trials")
-        rows.append({"method": label, "measured_trials": r["measured_trials"], "tuning_s": r["tuning_s"],
-                     "estimate_ms": _ms(r["estimate_s"]), "latency_ms": _ms(r["latency_s"]),
-                     "torch_ms": _ms(r["torch_latency_s"]), "vs_torch": r["torch_latency_s"] / r["latency_s"],
-                     "time_to_baseline_best_s": t, "trials_to_baseline_best": n,
-                     "search_speedup": (base_time / t) if (t and base_time) else None,
-                     "latency_vs_baseline": base["latency_s"] / r["latency_s"],
-                     "seconds_to_best_of": to_each,
-                     "cost_model_s": _model_seconds(r["cost_model_stats"]),
-                     "rounds_under_load": r["rounds_under_load"]})
-    summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": base_label,
-               "rows": rows}
+        rows.append(
+            {
+                "method": label,
+                "measured_trials": r["measured_trials"],
+                "tuning_s": r["tuning_s"],
+                "estimate_ms": _ms(r["estimate_s"]),
+                "latency_ms": _ms(r["latency_s"]),
+                "torch_ms": _ms(r["torch_latency_s"]),
+                "vs_torch": r["torch_latency_s"] / r["latency_s"],
+                "time_to_baseline_best_s": t,
+                "trials_to_baseline_best": n,
+                "search_speedup": (base_time / t) if (t and base_time) else None,
+                "latency_vs_baseline": base["latency_s"] / r["latency_s"],
+                "seconds_to_best_of": to_each,
+                "cost_model_s": _model_seconds(r["cost_model_stats"]),
+                "rounds_under_load": r["rounds_under_load"],
+            }
+        )
+    summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": base_label, "rows": rows}
     write_atomic(out_dir / "compare.json", json.dumps({**summary, "results": results}, indent=1) + "\n")
     plot_curves(results, out_dir / "compare.png", title=f"{base['network']} on {prof.name}, {trials} trials")
     return summary

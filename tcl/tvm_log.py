@@ -19,9 +19,11 @@ import sys
 import tempfile
 from typing import Iterator
 
-NOISE = ("Fast mode segfaults when there are out-of-bounds indices",
-         'Unknown schedule rule "meta_schedule.pool_max"',
-         "Warning: Scope Saving:")
+NOISE = (
+    "Fast mode segfaults when there are out-of-bounds indices",
+    'Unknown schedule rule "meta_schedule.pool_max"',
+    "Warning: Scope Saving:",
+)
 
 
 def without_noise(text: str) -> str:

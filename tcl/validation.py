@@ -24,8 +24,12 @@ def whole(value: Any, what: str = "", minimum: int = 1) -> int:
 
 def number(value: Any, what: str = "", *, minimum: float = 0.0, inclusive: bool = False) -> float:
     """``value`` if it is a finite number above ``minimum`` (or equal to it, ``inclusive``)."""
-    ok = (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-          and (value >= minimum if inclusive else value > minimum))
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and (value >= minimum if inclusive else value > minimum)
+    )
     if not ok:
         raise TclError(f"{_label(what)}must be a finite number {'>=' if inclusive else '>'} {minimum:g}, got {value!r}")
     return float(value)
@@ -33,8 +37,12 @@ def number(value: Any, what: str = "", *, minimum: float = 0.0, inclusive: bool 
 
 def budget(value: Any, what: str = "") -> float:
     """A per-task budget: a fraction in (0, 1] or a whole count of programs >= 1."""
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and (
-        0 < value <= 1 or (value > 1 and value == int(value)))
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and (0 < value <= 1 or (value > 1 and value == int(value)))
+    )
     if not ok:
         raise TclError(f"{_label(what)}must be a fraction in (0, 1] or a whole count of programs, got {value!r}")
     return float(value)

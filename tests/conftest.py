@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 PLUGIN_PACKAGES = Path(__file__).parent / "plugin_packages"
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED = ROOT / "data" / "bundled"  # the bundled records (data/README.md)
+IDLE = ROOT / "data" / "idle"  # the same programs measured again on an idle machine
 
 
 @pytest.fixture(scope="session")
@@ -28,9 +31,21 @@ def install_plugin(tmp_path_factory):
             target = tmp_path_factory.mktemp(package)
             source = shutil.copytree(PLUGIN_PACKAGES / package, target / "src")  # keep build files out of the tree
             subprocess.run(
-                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                 "--disable-pip-version-check", "--target", str(target / "site"), str(source)],
-                check=True, capture_output=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--no-deps",
+                    "--no-build-isolation",
+                    "--disable-pip-version-check",
+                    "--target",
+                    str(target / "site"),
+                    str(source),
+                ],
+                check=True,
+                capture_output=True,
             )
             target = target / "site"
             installed[package] = target
@@ -63,8 +78,14 @@ def tcl_env(*extra_paths: Path, **variables: str) -> dict[str, str]:
 
 def run_tcl(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600):
     """Run the real CLI in a subprocess; returns the CompletedProcess."""
-    return subprocess.run([sys.executable, "-m", "tcl.cli.main", *args], capture_output=True, text=True,
-                          env=env or tcl_env(), cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tcl.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env or tcl_env(),
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def start_tcl(*args: str, **popen_kwargs) -> subprocess.Popen:
@@ -95,8 +116,12 @@ def run_tcl_json(*args: str, env: dict[str, str] | None = None):
 def foreign_busy_loop(seconds: int = 60):
     """A busy loop that is not a descendant of this process (its parent shell exits at once,
     so it is re-parented): to the code under test it is someone else's work on the machine."""
-    out = subprocess.run(["sh", "-c", f"timeout {seconds} sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["sh", "-c", f"timeout {seconds} sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     pid = int(out.stdout.strip())
     try:
         yield pid

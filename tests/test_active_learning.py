@@ -3,17 +3,14 @@ bundled records with a real tiny TLP model, online with real measurements of a s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from conftest import BUNDLED, matmul_module, run_tcl
 
-from conftest import matmul_module, run_tcl
 from tcl.database import RecordWriter, load_records
 from tcl.errors import TclError
 from tcl.pools import make_task
 from tcl.sampling import active_learning_offline, round_quotas, sample_offline
 
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 TINY = {"epochs": 1, "batch_size": 64, "mc_passes": 2, "threads": 1, "verbose": False}
 
 
@@ -54,18 +51,47 @@ def test_sample_cli_rounds_write_the_subset(records, tmp_path):
     data = tmp_path / "data"
     sample_offline(records, "all", 1.0, data, target={"kind": "llvm", "mcpu": "core-avx2"})
     out = tmp_path / "subset"
-    proc = run_tcl("sample", "--sampler", "rdu", "--budget", "0.1", "--data", str(data), "--rounds", "2",
-                   "--model", "tlp", "--epochs", "1", "--out", str(out))
+    proc = run_tcl(
+        "sample",
+        "--sampler",
+        "rdu",
+        "--budget",
+        "0.1",
+        "--data",
+        str(data),
+        "--rounds",
+        "2",
+        "--model",
+        "tlp",
+        "--epochs",
+        "1",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "chose 12 of 120 programs in 3 tasks in 2 rounds" in proc.stdout
     assert "round 2/2: training tlp" in proc.stderr
     assert {k: len(v) for k, v in load_records(out).programs.items()} == {k: 4 for k in records.tasks}
-    bad = run_tcl("sample", "--sampler", "rdu", "--data", str(data), "--rounds", "2", "--model", "gpt",
-                  "--out", str(tmp_path / "x"))
+    bad = run_tcl(
+        "sample",
+        "--sampler",
+        "rdu",
+        "--data",
+        str(data),
+        "--rounds",
+        "2",
+        "--model",
+        "gpt",
+        "--out",
+        str(tmp_path / "x"),
+    )
     assert bad.returncode == 2 and "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb" in bad.stderr
     zero = run_tcl("sample", "--sampler", "rdu", "--data", str(data), "--rounds", "0", "--out", str(tmp_path / "y"))
-    assert zero.returncode == 2 and zero.stderr.strip() == \
-        "tcl sample: error: argument --rounds: must be a whole number >= 1, got 0 (see --help)"
+    assert (
+        zero.returncode == 2
+        and zero.stderr.strip()
+        == "tcl sample: error: argument --rounds: must be a whole number >= 1, got 0 (see --help)"
+    )
 
 
 def test_collect_in_rounds_measures_the_budget_and_resumes(tmp_path):
@@ -73,8 +99,25 @@ def test_collect_in_rounds_measures_the_budget_and_resumes(tmp_path):
     with RecordWriter(workloads, manifest=False) as writer:
         writer.add_workload(make_task(matmul_module(), name="matmul64"))
     out = tmp_path / "records"
-    args = ["collect", "--profile", "x86-avx2", "--network", str(workloads), "--pool-size", "8", "--out", str(out),
-            "--sampler", "rdu", "--rounds", "2", "--model", "tlp", "--epochs", "1"]
+    args = [
+        "collect",
+        "--profile",
+        "x86-avx2",
+        "--network",
+        str(workloads),
+        "--pool-size",
+        "8",
+        "--out",
+        str(out),
+        "--sampler",
+        "rdu",
+        "--rounds",
+        "2",
+        "--model",
+        "tlp",
+        "--epochs",
+        "1",
+    ]
     proc = run_tcl(*args, "--budget", "0.5")
     assert proc.returncode == 0, proc.stderr
     assert "measured 4 programs" in proc.stdout and "round 2/2: training tlp" in proc.stderr

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pluggy
 import pytest
-
 from conftest import matmul_module
 
 tvm = pytest.importorskip("tvm")
@@ -57,8 +56,16 @@ def gpu_bound(mod: "tvm.IRModule") -> "tvm.s_tir.Schedule":
     return sch
 
 
-def write_profile(tmp: Path, name: str, backend: str, *, threads: int = 2, target: str | None = None,
-                  measure: str = "", options: str = "") -> object:
+def write_profile(
+    tmp: Path,
+    name: str,
+    backend: str,
+    *,
+    threads: int = 2,
+    target: str | None = None,
+    measure: str = "",
+    options: str = "",
+) -> object:
     target = target or 'kind = "llvm"\nnum-cores = 2'
     text = (
         f'name = "{name}"\ndescription = "test profile {name}"\nbackend = "{backend}"\n'
@@ -99,8 +106,9 @@ def test_bad_options_are_one_line_errors(profile_dir: Path) -> None:
     with pytest.raises(TclError, match=r"backend_options\.nonsense': unknown for backend local"):
         backends.LocalBackend(write_profile(profile_dir, "t-bad", "local", options="nonsense = 1"))
     with pytest.raises(TclError, match=r"backend_options\.device_key': expected a string, got nothing"):
-        backends.RPCBackend(write_profile(profile_dir, "t-rpc-bad", "rpc",
-                                          options='tracker_host = "127.0.0.1"\ntracker_port = 9'))
+        backends.RPCBackend(
+            write_profile(profile_dir, "t-rpc-bad", "rpc", options='tracker_host = "127.0.0.1"\ntracker_port = 9')
+        )
     with pytest.raises(TclError, match="needs a target of kind llvm or c, got 'cuda'"):
         backends.LocalBackend(write_profile(profile_dir, "t-kind", "local", target='kind = "cuda"'))
 
@@ -171,14 +179,16 @@ def test_run_timeout_becomes_timeout(profile_dir: Path) -> None:
 def test_engine_isolates_a_bad_candidate_in_its_group() -> None:
     from tcl.local_engine import EngineSettings, LocalEngine
 
-    engine = LocalEngine(EngineSettings(build_workers=2, group_size=3, number=2, repeat=2, min_repeat_ms=5,
-                                        runtime_threads=1))
+    engine = LocalEngine(
+        EngineSettings(build_workers=2, group_size=3, number=2, repeat=2, min_repeat_ms=5, runtime_threads=1)
+    )
     try:
         mod = matmul_module(64, "main")
         cands = [tiled(mod, 1), gpu_bound(mod), *(tiled(mod, seed) for seed in (2, 3, 4, 5))]
         results = engine.measure("llvm", mod, cands)
-        assert [r.error_kind for r in results] == [None, "build", None, None, None, None], \
-            [r.error_msg for r in results]
+        assert [r.error_kind for r in results] == [None, "build", None, None, None, None], [
+            r.error_msg for r in results
+        ]
         assert all(len(r.run_secs) == 2 for r in results if r.ok)
         # the timing worker runs the requested thread count, whatever the host has
         assert engine._time_pool().submit(tvm.runtime.num_threads).result() == 1
@@ -203,7 +213,9 @@ def test_engine_times_each_candidate_of_a_group_as_itself(local) -> None:
     mod = matmul_module(256, "main")
     cands = [vectorized(mod, 8), tvm.s_tir.Schedule(mod), vectorized(mod, 16), vectorized(mod, 32)]
     engine = [min(r.run_secs) for r in local.measure(mod, cands)]
-    reference = [min(r.run_secs) for r in measure_with(local.builder(), local.runner(), local.profile.target, mod, cands)]
+    reference = [
+        min(r.run_secs) for r in measure_with(local.builder(), local.runner(), local.profile.target, mod, cands)
+    ]
     for times in (engine, reference):
         assert times[1] > 3 * max(times[0], times[2], times[3]), (engine, reference)
 
@@ -220,8 +232,9 @@ def _free_port() -> int:
 def _start(args: list[str]) -> subprocess.Popen:
     # own process group: rpc_server serves from a PopenWorker child that a plain terminate()
     # would orphan
-    return subprocess.Popen([sys.executable, "-m", *args], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", *args], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -256,20 +269,51 @@ def test_rpc_measures_through_tracker(profile_dir: Path) -> None:
     if importlib.util.find_spec("tornado") is None:
         pytest.fail("TVM's RPC tracker needs tornado, which is not installed (pip install tornado)")
     tracker_port, server_port, key = _free_port(), _free_port(), "tcl-test-device"
-    procs = [_start(["tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(tracker_port),
-                     "--port-end", str(tracker_port + 1), "--silent"])]
+    procs = [
+        _start(
+            [
+                "tvm.exec.rpc_tracker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(tracker_port),
+                "--port-end",
+                str(tracker_port + 1),
+                "--silent",
+            ]
+        )
+    ]
     profile = write_profile(
-        profile_dir, "t-rpc", "rpc", threads=1, measure="run_timeout_s = 30.0",
+        profile_dir,
+        "t-rpc",
+        "rpc",
+        threads=1,
+        measure="run_timeout_s = 30.0",
         options=f'tracker_host = "127.0.0.1"\ntracker_port = {tracker_port}\ndevice_key = "{key}"\n'
-                "session_timeout_s = 30",
+        "session_timeout_s = 30",
     )
     backend = backends.RPCBackend(profile)
     try:
         backend.builder()  # its worker starts while the tracker and server come up
         _wait_for("the tracker", lambda: _port_open(tracker_port), procs)
-        procs.append(_start(["tvm.exec.rpc_server", "--tracker", f"127.0.0.1:{tracker_port}", "--key", key,
-                             "--host", "127.0.0.1", "--port", str(server_port), "--port-end", str(server_port + 1),
-                             "--silent"]))
+        procs.append(
+            _start(
+                [
+                    "tvm.exec.rpc_server",
+                    "--tracker",
+                    f"127.0.0.1:{tracker_port}",
+                    "--key",
+                    key,
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(server_port),
+                    "--port-end",
+                    str(server_port + 1),
+                    "--silent",
+                ]
+            )
+        )
         config = backend.rpc_config()
         runner = backend.runner()
         _wait_for("the server to register", lambda: config.count_num_servers() > 0, procs)
@@ -285,9 +329,15 @@ def test_rpc_measures_through_tracker(profile_dir: Path) -> None:
 
 
 def test_rpc_without_tracker_is_a_clear_error(profile_dir: Path) -> None:
-    profile = write_profile(profile_dir, "t-rpc-none", "rpc", threads=1, measure="run_timeout_s = 1.0",
-                            options=f'tracker_host = "127.0.0.1"\ntracker_port = {_free_port()}\n'
-                                    'device_key = "nobody"\nsession_timeout_s = 1')
+    profile = write_profile(
+        profile_dir,
+        "t-rpc-none",
+        "rpc",
+        threads=1,
+        measure="run_timeout_s = 1.0",
+        options=f'tracker_host = "127.0.0.1"\ntracker_port = {_free_port()}\n'
+        'device_key = "nobody"\nsession_timeout_s = 1',
+    )
     backend = backends.RPCBackend(profile)
     try:
         with pytest.raises(TclError, match="cannot reach the RPC tracker"):
@@ -301,8 +351,13 @@ def test_rpc_without_tracker_is_a_clear_error(profile_dir: Path) -> None:
 
 @pytest.mark.skipif(HAS_CUDA, reason="a CUDA device is present")
 def test_cuda_backend_refuses_without_gpu(profile_dir: Path) -> None:
-    profile = write_profile(profile_dir, "t-cuda-none", "cuda", threads=1,
-                            target='kind = "cuda"\narch = "sm_90"\n[target.host]\nkind = "llvm"')
+    profile = write_profile(
+        profile_dir,
+        "t-cuda-none",
+        "cuda",
+        threads=1,
+        target='kind = "cuda"\narch = "sm_90"\n[target.host]\nkind = "llvm"',
+    )
     with pytest.raises(TclError, match=r"no CUDA device 0 visible to TVM") as info:
         backends.CUDABackend(profile)
     assert "\n" not in str(info.value)
@@ -311,8 +366,9 @@ def test_cuda_backend_refuses_without_gpu(profile_dir: Path) -> None:
 @pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA_REASON)
 def test_cuda_measures_candidates(profile_dir: Path) -> None:
     arch = "sm_" + tvm.cuda(0).compute_version.replace(".", "")
-    profile = write_profile(profile_dir, "t-cuda", "cuda", threads=1,
-                            target=f'kind = "cuda"\narch = "{arch}"\n[target.host]\nkind = "llvm"')
+    profile = write_profile(
+        profile_dir, "t-cuda", "cuda", threads=1, target=f'kind = "cuda"\narch = "{arch}"\n[target.host]\nkind = "llvm"'
+    )
     mod = matmul_module(64, "main")
 
     def gpu_candidate(tile: int) -> "tvm.s_tir.Schedule":

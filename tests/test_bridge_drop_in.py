@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import matmul_module
 
 SHIPPED_MLP = Path(__file__).resolve().parents[1] / "plugins" / "pretrained" / "x86-avx2" / "mlp"
@@ -24,8 +23,15 @@ def test_plain_tune_tir_tunes_with_a_shipped_checkpoint(tmp_path):
     cost_model = load_cost_model("mlp", profile="x86-avx2")
     assert isinstance(cost_model, ms.cost_model.CostModel)  # what ms.tune_tir checks before using it as is
     target = tvm.target.Target(TARGET)
-    database = ms.tune_tir(matmul_module(64), target, str(tmp_path), max_trials_global=8, num_trials_per_iter=4,
-                           cost_model=cost_model, builder=FastLocalBuilder())  # TVM's LocalBuilder works too, slower
+    database = ms.tune_tir(
+        matmul_module(64),
+        target,
+        str(tmp_path),
+        max_trials_global=8,
+        num_trials_per_iter=4,
+        cost_model=cost_model,
+        builder=FastLocalBuilder(),
+    )  # TVM's LocalBuilder works too, slower
     assert cost_model.state.scales  # the search asked our model for scores
     records = database.get_all_tuning_records()
     assert len(records) == 8 and all(r.run_secs for r in records)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import run_tcl
+
 from tcl.cli.main import build_parser
 
 
@@ -41,9 +41,13 @@ def _all_parsers(parser, path=("tcl",)):
                 yield from _all_parsers(sub, path + (name,))
 
 
-SHARED = {"--data": {"train", "eval", "sample", "transfer"}, "--held-out": {"train", "transfer"},
-          "--seed": {"train", "sample", "transfer", "adapt", "collect"},
-          "--threads": {"train", "sample", "transfer", "adapt"}, "--json": {"eval", "transfer", "plugins", "profiles"}}
+SHARED = {
+    "--data": {"train", "eval", "sample", "transfer"},
+    "--held-out": {"train", "transfer"},
+    "--seed": {"train", "sample", "transfer", "adapt", "collect"},
+    "--threads": {"train", "sample", "transfer", "adapt"},
+    "--json": {"eval", "transfer", "plugins", "profiles"},
+}
 
 
 @pytest.mark.parametrize("option", sorted(SHARED))
@@ -52,6 +56,12 @@ def test_a_shared_option_means_the_same_in_every_command(option):
     for path, parser in _all_parsers(build_parser()):
         for action in parser._actions:
             if option in action.option_strings:
-                seen[path[-1]] = (tuple(action.option_strings), action.type, action.default, action.required, action.help)
+                seen[path[-1]] = (
+                    tuple(action.option_strings),
+                    action.type,
+                    action.default,
+                    action.required,
+                    action.help,
+                )
     assert SHARED[option] <= set(seen), f"{option} missing from {sorted(SHARED[option] - set(seen))}"
     assert len(set(seen.values())) == 1, f"{option} differs between commands: {seen}"

@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import matmul_module, run_tcl, start_tcl, wait_for_lines
+
 from tcl.database import RECORD_FILE, RecordWriter, load_records
 from tcl.pools import make_task, program_key
 
@@ -26,8 +26,18 @@ def workload_dir(tmp_path_factory):
 
 
 def collect_args(workload_dir: Path, out: Path, pool_size: int, *extra: str) -> list[str]:
-    return ["collect", "--profile", "x86-avx2", "--network", str(workload_dir), "--pool-size", str(pool_size),
-            "--out", str(out), *extra]
+    return [
+        "collect",
+        "--profile",
+        "x86-avx2",
+        "--network",
+        str(workload_dir),
+        "--pool-size",
+        str(pool_size),
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def test_collect_then_resume_then_info(workload_dir, tmp_path):
@@ -36,7 +46,7 @@ def test_collect_then_resume_then_info(workload_dir, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "measured 3 programs" in proc.stdout
     records = load_records(out)
-    (task, programs), = list(records)
+    ((task, programs),) = list(records)
     assert len(programs) == 3 and all(p.ok for p in programs)
     assert records.labels(task.key).max() == 1.0
     # a larger budget measures only the rest, never a program twice
@@ -81,9 +91,21 @@ def test_unknown_names_fail_before_work(workload_dir, tmp_path):
         assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
         assert not out.exists()
-    proc = run_tcl("collect", "--profile", "x86-avx2", "--network", "resnet-19", "--pool-size", "4",
-                   "--out", str(tmp_path / "never"))
-    assert proc.returncode == 2 and "unknown network 'resnet-19'; choices: bert-base, bert-base-b8, bert-tiny" in proc.stderr
+    proc = run_tcl(
+        "collect",
+        "--profile",
+        "x86-avx2",
+        "--network",
+        "resnet-19",
+        "--pool-size",
+        "4",
+        "--out",
+        str(tmp_path / "never"),
+    )
+    assert (
+        proc.returncode == 2
+        and "unknown network 'resnet-19'; choices: bert-base, bert-base-b8, bert-tiny" in proc.stderr
+    )
 
 
 def test_corrupt_record_line_is_named(workload_dir, tmp_path):
@@ -99,8 +121,13 @@ def test_corrupt_record_line_is_named(workload_dir, tmp_path):
 def test_ctrl_c_stops_without_false_error_records(workload_dir, tmp_path):
     out = tmp_path / "records"
     # own session, so the interrupt reaches the workers too, as a terminal's Ctrl-C does
-    proc = start_tcl(*collect_args(workload_dir, out, 12, "--batch-size", "2"), stdout=subprocess.PIPE,
-                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = start_tcl(
+        *collect_args(workload_dir, out, 12, "--batch-size", "2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     wait_for_lines(proc, out / RECORD_FILE, 2)
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
@@ -129,13 +156,16 @@ def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir,
 
     checkpoint = Path(__file__).parents[1] / "plugins" / "pretrained" / "x86-avx2" / "mamba"
     out = tmp_path / "records"
-    proc = run_tcl(*collect_args(workload_dir, out, 8, "--budget", "0", "--pool-model", str(checkpoint),
-                                 "--pool-random", "0.5"))
+    proc = run_tcl(
+        *collect_args(workload_dir, out, 8, "--budget", "0", "--pool-model", str(checkpoint), "--pool-random", "0.5")
+    )
     assert proc.returncode == 0, proc.stderr
     (origins,) = load_pool(out / "pool").origins.values()
     assert origins == ["random"] * 4 + ["evolutionary"] * 4
-    for extra, expected in [(["--pool-random", "1.5"], "pool random fraction must be in [0, 1], got 1.5"),
-                            (["--pool-model", str(tmp_path)], "not a checkpoint")]:
+    for extra, expected in [
+        (["--pool-random", "1.5"], "pool random fraction must be in [0, 1], got 1.5"),
+        (["--pool-model", str(tmp_path)], "not a checkpoint"),
+    ]:
         never = tmp_path / "never"
         proc = run_tcl(*collect_args(workload_dir, never, 4), *extra)
         assert proc.returncode == 2 and expected in proc.stderr, proc.stderr

@@ -75,7 +75,7 @@ def test_lines_are_byte_identical_to_tvms(tmp_path, task_and_pool, tvm_target):
     db = ms.database.JSONDatabase(work_dir=str(tmp_path / "tvm"))
     wl = db.commit_workload(mod)
     args = ms.arg_info.ArgInfo.from_entry_func(mod, remove_preproc=True)
-    for i, (sch, res) in enumerate(zip(pool[:3], results(3, {1}))):
+    for sch, res in zip(pool[:3], results(3, {1})):
         secs = list(res.run_secs) if res.ok else [tvm_float32(FAILED_RUN_SECS)]
         db.commit_tuning_record(ms.database.TuningRecord(sch.trace, wl, secs, tvm_target, args))
     for name in (WORKLOAD_FILE, RECORD_FILE):
@@ -118,14 +118,21 @@ def test_tune_tir_output_loads(tmp_path, tvm_target):
     mod = matmul_module(16, "mm16")
     work = tmp_path / "runs" / "tune"
     ms.tune_tir(
-        mod, tvm_target, str(work), max_trials_global=4, num_trials_per_iter=4,
+        mod,
+        tvm_target,
+        str(work),
+        max_trials_global=4,
+        num_trials_per_iter=4,
         builder=ms.builder.LocalBuilder(f_build=fast_build, max_workers=1),
         runner=ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)),
-        cost_model="random", strategy="replay-trace", num_tuning_cores=1, seed=0,
+        cost_model="random",
+        strategy="replay-trace",
+        num_tuning_cores=1,
+        seed=0,
     )
     assert find_databases(tmp_path) == [work]
     ps = load_records(tmp_path)  # recursive
-    (task, progs), = list(ps)
+    ((task, progs),) = list(ps)
     assert task.key == make_task(mod).key and task.name == "mm16" and task.weight == 1.0
     assert len(progs) == 4 and all(p.source == "metaschedule" for p in progs)
     tvm_recs = ms.database.JSONDatabase(work_dir=str(work)).get_all_tuning_records()
@@ -162,8 +169,15 @@ def test_loader_programs_errors_labels(tmp_path, task_and_pool, tvm_target):
     # TVM's files hold no error text: it is in our side file only
     assert "boom" not in (tmp_path / RECORD_FILE).read_text()
     side = [json.loads(x) for x in (tmp_path / ERRORS_FILE).read_text().splitlines()]
-    assert side == [{"line": 3, "workload": task.key, "key": program_key(pool[2]), "kind": "build",
-                     "msg": "LocalBuilder: boom 2\nline 2"}]
+    assert side == [
+        {
+            "line": 3,
+            "workload": task.key,
+            "key": program_key(pool[2]),
+            "kind": "build",
+            "msg": "LocalBuilder: boom 2\nline 2",
+        }
+    ]
 
 
 def test_failed_run_without_side_entry_is_unknown(tmp_path, task_and_pool, tvm_target):
@@ -183,8 +197,10 @@ def test_workload_name_and_ir(task_and_pool):
 
 
 def test_json_dialect():
-    assert tvm_json_dumps({"b": [True, 1.0, 1e-05, 1e10, None], "a": 'x"\\y'}) == \
-        '{"a":"x\\"\\\\y","b":[1,1,1.0000000000000000818e-05,10000000000,null]}'
+    assert (
+        tvm_json_dumps({"b": [True, 1.0, 1e-05, 1e10, None], "a": 'x"\\y'})
+        == '{"a":"x\\"\\\\y","b":[1,1,1.0000000000000000818e-05,10000000000,null]}'
+    )
     with pytest.raises(ValueError):
         tvm_json_dumps([float("inf")])
 
@@ -225,7 +241,11 @@ def test_error_lines_of_lost_records_are_dropped(tmp_path, task_and_pool, tvm_ta
     write(tmp_path, task, pool[:2], tvm_target, fail={1})
     errors = tmp_path / ERRORS_FILE
     # a crash after the error lines were written but before their records were
-    errors.write_text(errors.read_text() + json.dumps({"line": 3, "workload": task.key, "key": "x", "kind": "run", "msg": "lost"}) + "\n")
+    errors.write_text(
+        errors.read_text()
+        + json.dumps({"line": 3, "workload": task.key, "key": "x", "kind": "run", "msg": "lost"})
+        + "\n"
+    )
     with RecordWriter(tmp_path) as w:
         w.add(task, [(pool[2], MeasureResult(run_secs=(1e-3,)))], target=tvm_target)
     assert [e["line"] for e in map(json.loads, errors.read_text().splitlines())] == [2]
@@ -316,8 +336,9 @@ def test_packed_copy_loads_the_same_and_unpacks_byte_identical(tmp_path, task_an
     assert (tmp_path / "packed" / (RECORD_FILE + ".gz")).exists()
     assert not (tmp_path / "packed" / RECORD_FILE).exists()
     plain, packed = load_records(src), load_records(tmp_path / "packed")
-    assert [(p.trace, p.run_secs, p.error) for p in packed.programs[task.key]] == \
-           [(p.trace, p.run_secs, p.error) for p in plain.programs[task.key]]
+    assert [(p.trace, p.run_secs, p.error) for p in packed.programs[task.key]] == [
+        (p.trace, p.run_secs, p.error) for p in plain.programs[task.key]
+    ]
     assert packed.tasks[task.key].weight == 2.0
     with pytest.raises(TclError, match="packed .* unpack it first"):
         RecordWriter(tmp_path / "packed")

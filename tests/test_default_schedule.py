@@ -4,7 +4,6 @@ defaults compute what the unscheduled function computes."""
 from __future__ import annotations
 
 import numpy as np
-
 from conftest import matmul_module
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}

@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_tcl
+from conftest import BUNDLED, run_tcl
 
 from tcl.database import RECORD_FILE, WORKLOAD_FILE, load_records, pack_dir
 from tcl.errors import TclError
 
-BUNDLED_POOL = Path(__file__).parent.parent / "data" / "bundled" / "pool"
+BUNDLED_POOL = BUNDLED / "pool"
 PRETRAINED = Path(__file__).parent.parent / "plugins" / "pretrained" / "x86-avx2" / "mlp"
 TARGET = {"kind": "llvm", "mcpu": "core-avx2"}
 TRACE = [[], []]
@@ -80,8 +80,10 @@ def test_cli_reports_damaged_gzip_in_one_line(tmp_path, damage):
     _assert_one_line_error(run_tcl("dataset", "info", str(db)), victim)
     if damage == "cut short":  # the commands share one reader; one damage each is enough here
         _assert_one_line_error(run_tcl("eval", "--model", str(PRETRAINED), "--data", str(db)), victim)
-        _assert_one_line_error(run_tcl("train", "--model", "mlp", "--data", str(db), "--epochs", "1",
-                                       "--out", str(tmp_path / "ckpt")), victim)
+        _assert_one_line_error(
+            run_tcl("train", "--model", "mlp", "--data", str(db), "--epochs", "1", "--out", str(tmp_path / "ckpt")),
+            victim,
+        )
         assert not (tmp_path / "ckpt").exists()
 
 
@@ -98,9 +100,18 @@ def test_damaged_pool_gzip_names_the_file(tmp_path):
 # ---- record values --------------------------------------------------------------------------
 
 BAD_RUN_SECS = {
-    "NaN": [float("nan")], "Infinity": [float("inf")], "negative": [-1e-4], "zero": [0.0],
-    "null": None, "true": [True], "bare true": True, "abc": ["abc"], "bare abc": "abc", "nested": [[1]],
-    "empty": [], "one bad repeat": [1e-4, float("nan")],
+    "NaN": [float("nan")],
+    "Infinity": [float("inf")],
+    "negative": [-1e-4],
+    "zero": [0.0],
+    "null": None,
+    "true": [True],
+    "bare true": True,
+    "abc": ["abc"],
+    "bare abc": "abc",
+    "nested": [[1]],
+    "empty": [],
+    "one bad repeat": [1e-4, float("nan")],
 }
 
 
@@ -131,7 +142,11 @@ def test_bad_workload_index_names_file_and_line(tmp_path, widx):
 
 
 def test_dataset_info_counts_invalid_records_and_says_why(tmp_path):
-    lines = [record_line(0, [1e-4]), record_line(0, [2e-4])] + [record_line(1, [-1.0])] * 3 + [record_line(1, [float("nan")])]
+    lines = (
+        [record_line(0, [1e-4]), record_line(0, [2e-4])]
+        + [record_line(1, [-1.0])] * 3
+        + [record_line(1, [float("nan")])]
+    )
     db = write_db(tmp_path / "db", lines)
     proc = run_tcl("dataset", "info", str(db), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -147,7 +162,8 @@ def test_cli_bad_workload_index_is_one_line(tmp_path):
     proc = run_tcl("dataset", "info", str(db))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"tcl: error: {db / RECORD_FILE}:1: workload index -1 names none of the 2 workloads of this database"]
+        f"tcl: error: {db / RECORD_FILE}:1: workload index -1 names none of the 2 workloads of this database"
+    ]
 
 
 def test_training_counts_invalid_records_apart_from_failed_runs(tmp_path):
@@ -162,7 +178,6 @@ def test_training_counts_invalid_records_apart_from_failed_runs(tmp_path):
 # ---- result directories appear whole or not at all ---------------------------------------------
 
 TENSET_SAMPLE = Path(__file__).parent / "data" / "tenset_sample.json"
-BUNDLED = Path(__file__).parent.parent / "data" / "bundled"
 
 
 def big_tenset_file(path: Path, tasks: int = 100, copies: int = 24) -> Path:
@@ -220,8 +235,19 @@ def test_killed_sample_leaves_no_subset_and_a_rerun_matches(tmp_path):
 
     from tcl.sampling import active_learning_offline
 
-    args = ["sample", "--sampler", "random", "--budget", "0.5", "--data", str(BUNDLED), "--profile", "x86-avx2",
-            "--seed", "3"]
+    args = [
+        "sample",
+        "--sampler",
+        "random",
+        "--budget",
+        "0.5",
+        "--data",
+        str(BUNDLED),
+        "--profile",
+        "x86-avx2",
+        "--seed",
+        "3",
+    ]
     out = tmp_path / "subset"
     proc = start_tcl(*args, "--out", str(out))
     try:
@@ -244,23 +270,39 @@ def test_killed_sample_leaves_no_subset_and_a_rerun_matches(tmp_path):
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "--model", "mlp", "--batch-size", "0"], "argument --batch-size: must be a whole number >= 1, got 0"),
-    (["train", "--model", "mlp", "--batch-size", "-1"], "argument --batch-size: must be a whole number >= 1, got -1"),
-    (["train", "--model", "mlp", "--epochs", "0"], "argument --epochs: must be a whole number >= 1, got 0"),
-    (["train", "--model", "mlp", "--threads", "-1"], "argument --threads: must be a whole number >= 1, got -1"),
-    (["train", "--model", "mlp", "--epochs", "one"], "argument --epochs: expected a number, got 'one'"),
-    (["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--max-tasks", "0"],
-     "argument --max-tasks: must be a whole number >= 1, got 0"),
-    (["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--batch-size", "0"],
-     "argument --batch-size: must be a whole number >= 1, got 0"),
-    (["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--budget", "0"],
-     "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got 0.0"),
-    (["sample", "--sampler", "random", "--budget", "2.5"],
-     "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got 2.5"),
-    (["sample", "--sampler", "random", "--budget", "nan"],
-     "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got nan"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["train", "--model", "mlp", "--batch-size", "0"], "argument --batch-size: must be a whole number >= 1, got 0"),
+        (
+            ["train", "--model", "mlp", "--batch-size", "-1"],
+            "argument --batch-size: must be a whole number >= 1, got -1",
+        ),
+        (["train", "--model", "mlp", "--epochs", "0"], "argument --epochs: must be a whole number >= 1, got 0"),
+        (["train", "--model", "mlp", "--threads", "-1"], "argument --threads: must be a whole number >= 1, got -1"),
+        (["train", "--model", "mlp", "--epochs", "one"], "argument --epochs: expected a number, got 'one'"),
+        (
+            ["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--max-tasks", "0"],
+            "argument --max-tasks: must be a whole number >= 1, got 0",
+        ),
+        (
+            ["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--batch-size", "0"],
+            "argument --batch-size: must be a whole number >= 1, got 0",
+        ),
+        (
+            ["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--budget", "0"],
+            "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got 0.0",
+        ),
+        (
+            ["sample", "--sampler", "random", "--budget", "2.5"],
+            "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got 2.5",
+        ),
+        (
+            ["sample", "--sampler", "random", "--budget", "nan"],
+            "argument --budget: must be a fraction in (0, 1] or a whole count of programs, got nan",
+        ),
+    ],
+)
 def test_numeric_options_out_of_range_are_one_line(tmp_path, args, message):
     out = tmp_path / "out"
     proc = run_tcl(*args, "--data", str(BUNDLED), "--out", str(out))
@@ -274,8 +316,10 @@ def test_train_refuses_a_record_directory_as_out_before_training(tmp_path):
     before = sorted(p.name for p in data.iterdir())
     proc = run_tcl("train", "--model", "mlp", "--data", str(data), "--out", str(data), "--epochs", "1", timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"tcl: error: {data}: is a non-empty directory that is not a checkpoint; " \
-                                  "choose a new checkpoint directory"
+    assert (
+        proc.stderr.strip() == f"tcl: error: {data}: is a non-empty directory that is not a checkpoint; "
+        "choose a new checkpoint directory"
+    )
     assert sorted(p.name for p in data.iterdir()) == before
 
 
@@ -293,16 +337,25 @@ def _broken_checkpoint(tmp_path: Path, name: str, weights: bytes | None = None, 
     return ckpt
 
 
-@pytest.mark.parametrize("case, change, message", [
-    ("random weights", dict(weights=bytes(range(256)) * 40), "weights.pt: not a readable torch weights file"),
-    ("empty weights", dict(weights=b""), "weights.pt: not a readable torch weights file"),
-    ("hidden text", dict(hidden="abc"), "config.json: hyper_parameters: cost model mlp option hidden must be a "
-                                        "whole number >= 1, got 'abc'"),
-    ("epochs zero", dict(epochs=0), "config.json: hyper_parameters: cost model option epochs must be a whole"),
-    ("version text", dict(format_version="x"), "config.json: format_version must be a whole number, got 'x'"),
-    ("featurizer unknown", dict(featurizer={"name": "sequence", "version": "1"}),
-     "config.json: featurizer: unknown featurizer 'sequence'; choices: "),
-])
+@pytest.mark.parametrize(
+    "case, change, message",
+    [
+        ("random weights", dict(weights=bytes(range(256)) * 40), "weights.pt: not a readable torch weights file"),
+        ("empty weights", dict(weights=b""), "weights.pt: not a readable torch weights file"),
+        (
+            "hidden text",
+            dict(hidden="abc"),
+            "config.json: hyper_parameters: cost model mlp option hidden must be a whole number >= 1, got 'abc'",
+        ),
+        ("epochs zero", dict(epochs=0), "config.json: hyper_parameters: cost model option epochs must be a whole"),
+        ("version text", dict(format_version="x"), "config.json: format_version must be a whole number, got 'x'"),
+        (
+            "featurizer unknown",
+            dict(featurizer={"name": "sequence", "version": "1"}),
+            "config.json: featurizer: unknown featurizer 'sequence'; choices: ",
+        ),
+    ],
+)
 def test_broken_checkpoint_is_one_line_naming_the_file(tmp_path, case, change, message):
     ckpt = _broken_checkpoint(tmp_path, case.replace(" ", "-"), **change)
     proc = run_tcl("eval", "--model", str(ckpt), "--data", str(BUNDLED / "x86-avx2"))
@@ -320,21 +373,36 @@ def _profile_dir(tmp_path: Path, name: str, *texts: bytes) -> Path:
 
 
 def _profile(**replace: str) -> bytes:
-    text = (ROOT / "hardware_profiles" / "rpc-example.toml").read_text().replace('name = "rpc-example"', 'name = "mine"')
+    text = (
+        (ROOT / "hardware_profiles" / "rpc-example.toml").read_text().replace('name = "rpc-example"', 'name = "mine"')
+    )
     for old, new in replace.items():
         text = text.replace(old, new)
     return text.encode()
 
 
-@pytest.mark.parametrize("case, texts, message", [
-    ("bogus kind", [_profile(**{'kind = "llvm"': 'kind = "bogus"'})],
-     "p0.toml: [target]: TVM does not accept it: Target kind \"bogus\" is not defined"),
-    ("unknown key", [_profile(**{"mcpu =": "mcpux ="})], "p0.toml: [target]: TVM does not accept it: Unknown config option 'mcpux'"),
-    ("not utf-8", [_profile() + b'note = "\xff\xfe"\n'], "p0.toml: not UTF-8 text"),
-    ("num-cores false", [_profile(**{"num-cores = 2": "num-cores = false"})],
-     "p0.toml: key 'target.num-cores': expected a positive integer or \"auto\", got False"),
-    ("same name twice", [_profile(), _profile()], "p1.toml: profile name 'mine' is also the name in "),
-])
+@pytest.mark.parametrize(
+    "case, texts, message",
+    [
+        (
+            "bogus kind",
+            [_profile(**{'kind = "llvm"': 'kind = "bogus"'})],
+            'p0.toml: [target]: TVM does not accept it: Target kind "bogus" is not defined',
+        ),
+        (
+            "unknown key",
+            [_profile(**{"mcpu =": "mcpux ="})],
+            "p0.toml: [target]: TVM does not accept it: Unknown config option 'mcpux'",
+        ),
+        ("not utf-8", [_profile() + b'note = "\xff\xfe"\n'], "p0.toml: not UTF-8 text"),
+        (
+            "num-cores false",
+            [_profile(**{"num-cores = 2": "num-cores = false"})],
+            "p0.toml: key 'target.num-cores': expected a positive integer or \"auto\", got False",
+        ),
+        ("same name twice", [_profile(), _profile()], "p1.toml: profile name 'mine' is also the name in "),
+    ],
+)
 def test_bad_profile_is_refused_when_listed(tmp_path, case, texts, message):
     folder = _profile_dir(tmp_path, case.replace(" ", "-"), *texts)
     proc = run_tcl("--profiles-dir", str(folder), "profiles")
@@ -343,15 +411,30 @@ def test_bad_profile_is_refused_when_listed(tmp_path, case, texts, message):
     assert len(lines) == 1 and lines[0].startswith(f"tcl: error: {folder}/") and message in lines[0], proc.stderr
 
 
-@pytest.mark.parametrize("case, edit, message", [
-    ("misspelt table", ("[experiment]", "[experimnet]"),
-     "no [experiment] table; did you mean [experiment] instead of [experimnet]?"),
-    ("epochs text", ("epochs = 1\nbatch_size = 256\n\n[models.options.mamba]", 'epochs = "one"\nbatch_size = 256\n\n[models.options.mamba]'),
-     "options of cost model tlp: cost model option epochs must be a whole number >= 1, got 'one'"),
-    ("threads negative", ("seeds = [0]", "seeds = [0]\nthreads = -1"),
-     "[experiment] threads must be a whole number >= 1, got -1"),
-    ("jobs zero", ("seeds = [0]", "seeds = [0]\njobs = 0"), "[experiment] jobs must be a whole number >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "case, edit, message",
+    [
+        (
+            "misspelt table",
+            ("[experiment]", "[experimnet]"),
+            "no [experiment] table; did you mean [experiment] instead of [experimnet]?",
+        ),
+        (
+            "epochs text",
+            (
+                "epochs = 1\nbatch_size = 256\n\n[models.options.mamba]",
+                'epochs = "one"\nbatch_size = 256\n\n[models.options.mamba]',
+            ),
+            "options of cost model tlp: cost model option epochs must be a whole number >= 1, got 'one'",
+        ),
+        (
+            "threads negative",
+            ("seeds = [0]", "seeds = [0]\nthreads = -1"),
+            "[experiment] threads must be a whole number >= 1, got -1",
+        ),
+        ("jobs zero", ("seeds = [0]", "seeds = [0]\njobs = 0"), "[experiment] jobs must be a whole number >= 1, got 0"),
+    ],
+)
 def test_run_check_refuses_what_the_run_would_fail_on(tmp_path, case, edit, message):
     text = (ROOT / "configs" / "smoke-models.toml").read_text().replace('"../data', f'"{ROOT}/data')
     assert edit[0] in text
@@ -372,5 +455,7 @@ def test_zero_or_partial_budget_in_a_config_is_refused_by_check(tmp_path, budget
     config.write_text(text.replace("budget = 0.05", f"budget = {budget}"))
     proc = run_tcl("run", "--check", str(config))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.startswith(f"tcl: error: {config}: ") and \
-        "budget must be a fraction in (0, 1] or a whole count of programs" in proc.stderr, proc.stderr
+    assert (
+        proc.stderr.startswith(f"tcl: error: {config}: ")
+        and "budget must be a fraction in (0, 1] or a whole count of programs" in proc.stderr
+    ), proc.stderr

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import run_tcl, run_tcl_json, tcl_env
+
 from tcl.database import load_records
 from tcl.feature_cache import cache_files, cache_usage, cached_features, max_cache_bytes
 from tcl.programs import ProgramSet
@@ -87,5 +87,6 @@ def test_cache_command_shows_and_clears_only_its_files(records, tmp_path):
 def test_a_bad_cap_is_one_line(tmp_path):
     proc = run_tcl("cache", "--dir", str(tmp_path), env=tcl_env(TCL_CACHE_MAX_MB="lots"))
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["tcl: error: TCL_CACHE_MAX_MB='lots': expected a number of "
-                                                "megabytes (0: no cap)"]
+    assert proc.stderr.strip().splitlines() == [
+        "tcl: error: TCL_CACHE_MAX_MB='lots': expected a number of megabytes (0: no cap)"
+    ]

@@ -116,14 +116,17 @@ def test_trace_seq_options(mm):
 
 def test_trace_seq_unknown_kinds_and_records_from_disk(mm, tmp_path):
     task, progs, schedules = mm
+    import tvm
+
     from tcl.database import RecordWriter
     from tcl.interfaces import MeasureResult
 
-    import tvm
-
     with RecordWriter(tmp_path / "db", profile="x86-avx2") as w:
-        w.add(task, [(s, MeasureResult(run_secs=(1e-4 * (i + 1),))) for i, s in enumerate(schedules[:6])],
-              target=tvm.target.Target(TARGET))
+        w.add(
+            task,
+            [(s, MeasureResult(run_secs=(1e-4 * (i + 1),))) for i, s in enumerate(schedules[:6])],
+            target=tvm.target.Target(TARGET),
+        )
     ps = load_records(tmp_path / "db")
     disk = ps.programs[task.key]
     f = fz.TraceSeqFeaturizer()

@@ -20,12 +20,23 @@ ROOT = Path(__file__).parent.parent
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 MANY = settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40),
-                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
-                           max_leaves=6)
-run_secs = st.one_of(json_values, st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=3),
-                     st.lists(st.floats(1e-9, 1.0), min_size=1, max_size=3))
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+run_secs = st.one_of(
+    json_values,
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=3),
+    st.lists(st.floats(1e-9, 1.0), min_size=1, max_size=3),
+)
 workload_index = st.one_of(st.integers(-3, 4), json_values)
 
 
@@ -33,8 +44,9 @@ def _check_records(lines: list[tuple[object, object]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp)
         (db / WORKLOAD_FILE).write_text("".join(json.dumps([f"{i:08d}", "AAAA"]) + "\n" for i in range(3)))
-        (db / RECORD_FILE).write_text("".join(json.dumps([w, [[[], []], s, {"kind": "llvm"}, []]]) + "\n"
-                                              for w, s in lines))
+        (db / RECORD_FILE).write_text(
+            "".join(json.dumps([w, [[[], []], s, {"kind": "llvm"}, []]]) + "\n" for w, s in lines)
+        )
         try:
             records = load_records(db)
         except TclError as exc:
@@ -64,24 +76,36 @@ def test_many_generated_records(lines):
 # ---- profiles --------------------------------------------------------------------------------
 
 
-
 def mostly(valid: object, other: st.SearchStrategy) -> st.SearchStrategy:
     """``valid`` four times in five, else ``other``: most examples get past the first key."""
     return st.sampled_from([True, True, True, True, False]).flatmap(lambda keep: st.just(valid) if keep else other)
 
 
-target_tables = st.dictionaries(st.sampled_from(["mcpu", "num-cores", "mattr", "bogus-key"]),
-                                st.one_of(st.sampled_from(["auto", "core-avx2", "skylake-avx512"]), scalars),
-                                max_size=2).map(lambda t: {"kind": "llvm", **t})
-measure_tables = st.dictionaries(st.sampled_from(["number", "repeat", "min_repeat_ms", "build_timeout_s",
-                                                  "run_timeout_s", "enable_cpu_cache_flush", "nope"]),
-                                 st.one_of(st.integers(-2, 50), scalars), max_size=3)
+target_tables = st.dictionaries(
+    st.sampled_from(["mcpu", "num-cores", "mattr", "bogus-key"]),
+    st.one_of(st.sampled_from(["auto", "core-avx2", "skylake-avx512"]), scalars),
+    max_size=2,
+).map(lambda t: {"kind": "llvm", **t})
+measure_tables = st.dictionaries(
+    st.sampled_from(
+        ["number", "repeat", "min_repeat_ms", "build_timeout_s", "run_timeout_s", "enable_cpu_cache_flush", "nope"]
+    ),
+    st.one_of(st.integers(-2, 50), scalars),
+    max_size=3,
+)
 profiles = st.fixed_dictionaries(
-    {"name": mostly("p", scalars), "description": mostly("d", scalars), "backend": mostly("local", scalars),
-     "target": st.sampled_from([True, True, True, True, False]).flatmap(lambda k: target_tables if k else scalars)},
-    optional={"runtime_threads": st.one_of(st.just("auto"), st.integers(-2, 8), scalars),
-              "measure": st.sampled_from([True, True, False]).flatmap(lambda k: measure_tables if k else scalars),
-              "backend_options": st.one_of(st.dictionaries(st.text(max_size=4), scalars, max_size=2), scalars)})
+    {
+        "name": mostly("p", scalars),
+        "description": mostly("d", scalars),
+        "backend": mostly("local", scalars),
+        "target": st.sampled_from([True, True, True, True, False]).flatmap(lambda k: target_tables if k else scalars),
+    },
+    optional={
+        "runtime_threads": st.one_of(st.just("auto"), st.integers(-2, 8), scalars),
+        "measure": st.sampled_from([True, True, False]).flatmap(lambda k: measure_tables if k else scalars),
+        "backend_options": st.one_of(st.dictionaries(st.text(max_size=4), scalars, max_size=2), scalars),
+    },
+)
 
 
 def _check_profile(raw: dict) -> None:
@@ -123,22 +147,38 @@ def _toml_value(value: object) -> str:
     return "[" + ", ".join(_toml_value(v) for v in value) + "]"
 
 
-toml_scalars = st.one_of(st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True),
-                         st.sampled_from(["one", "", "mlp", "x86-avx2", "bert-tiny"]))
+toml_scalars = st.one_of(
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["one", "", "mlp", "x86-avx2", "bert-tiny"]),
+)
 toml_values = st.one_of(toml_scalars, st.lists(toml_scalars, max_size=3))
-experiment_edits = st.dictionaries(st.sampled_from(["seeds", "threads", "jobs", "held_out", "profiles"]),
-                                   st.one_of(st.integers(-2, 4), st.integers(-2, 4), toml_values), max_size=2)
-option_edits = st.dictionaries(st.sampled_from(["epochs", "batch_size", "lr", "patience", "dropout", "hidden",
-                                                "weight_decay", "threads", "grad_clip"]),
-                               st.one_of(st.integers(-2, 4), st.integers(-2, 4), toml_values), max_size=2)
+experiment_edits = st.dictionaries(
+    st.sampled_from(["seeds", "threads", "jobs", "held_out", "profiles"]),
+    st.one_of(st.integers(-2, 4), st.integers(-2, 4), toml_values),
+    max_size=2,
+)
+option_edits = st.dictionaries(
+    st.sampled_from(
+        ["epochs", "batch_size", "lr", "patience", "dropout", "hidden", "weight_decay", "threads", "grad_clip"]
+    ),
+    st.one_of(st.integers(-2, 4), st.integers(-2, 4), toml_values),
+    max_size=2,
+)
 
 
 def _check_config(exp: dict, options: dict) -> None:
     from tcl import discovery
     from tcl.experiments import prepare
 
-    lines = ["[experiment]", 'kind = "models"', f'data = "{ROOT}/data/bundled"', 'profiles = ["x86-avx2"]',
-             'held_out = ["bert-tiny"]']
+    lines = [
+        "[experiment]",
+        'kind = "models"',
+        f'data = "{ROOT}/data/bundled"',
+        'profiles = ["x86-avx2"]',
+        'held_out = ["bert-tiny"]',
+    ]
     lines = [line for line in lines if line.split(" =")[0] not in exp]
     lines += [f"{k} = {_toml_value(v)}" for k, v in exp.items()]
     lines += ["[models]", 'names = ["mlp"]', "[models.options.mlp]"]

@@ -7,8 +7,8 @@ import sys
 import time
 
 import psutil
-
 from conftest import foreign_busy_loop
+
 from tcl.machine_load import BUSY_CORES, OtherLoad
 
 

@@ -41,8 +41,17 @@ def reference_block(m: Mamba, x):
     u = F.silu(m.conv1d(u)[..., :L])
     dt, B, C = m.x_proj(u.transpose(1, 2)).split([m.dt_rank, m.d_state, m.d_state], dim=-1)
     delta = F.linear(dt, m.dt_proj.weight).transpose(1, 2)
-    y = reference_scan(u, delta, -torch.exp(m.A_log), B.transpose(1, 2), C.transpose(1, 2), m.D, z=z,
-                       delta_bias=m.dt_proj.bias, delta_softplus=True)
+    y = reference_scan(
+        u,
+        delta,
+        -torch.exp(m.A_log),
+        B.transpose(1, 2),
+        C.transpose(1, 2),
+        m.D,
+        z=z,
+        delta_bias=m.dt_proj.bias,
+        delta_softplus=True,
+    )
     return m.out_proj(y.transpose(1, 2))
 
 
@@ -56,12 +65,23 @@ TOL = {torch.float32: 1e-5, torch.float64: 1e-11}
 
 def scan_inputs(batch, d, N, L, dtype, big_delta, seed=0):
     g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)
+
+    def r(*s):
+        return torch.randn(*s, generator=g, dtype=dtype)
+
     # big_delta: softplus(delta) up to ~20, A down to ~-30, so delta*A reaches about -600.
     delta = r(batch, d, L) * (4 if big_delta else 1) + (6 if big_delta else -2)
     A = -torch.exp(r(d, N) * 0.7 + (1.5 if big_delta else 0.5))
-    return dict(u=r(batch, d, L), delta=delta, A=A, B=r(batch, N, L), C=r(batch, N, L), D=r(d), z=r(batch, d, L),
-                delta_bias=r(d) * 0.5)
+    return dict(
+        u=r(batch, d, L),
+        delta=delta,
+        A=A,
+        B=r(batch, N, L),
+        C=r(batch, N, L),
+        D=r(d),
+        z=r(batch, d, L),
+        delta_bias=r(d) * 0.5,
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -97,8 +117,13 @@ def test_scan_ops_are_well_formed_custom_ops(gated):
     """Schema, fake (meta) kernels and autograd registration, as torch.compile relies on them."""
     g = torch.Generator().manual_seed(0)
     L, b, d, N = 5, 3, 8, 4
-    args = [torch.randn(L, b, d, generator=g), torch.randn(L, b, d, generator=g), -torch.rand(d, N, generator=g),
-            torch.randn(L, b, N, generator=g), torch.randn(L, b, N, generator=g)]
+    args = [
+        torch.randn(L, b, d, generator=g),
+        torch.randn(L, b, d, generator=g),
+        -torch.rand(d, N, generator=g),
+        torch.randn(L, b, N, generator=g),
+        torch.randn(L, b, N, generator=g),
+    ]
     # D, z and softplus present or absent together
     extra = [torch.randn(d, generator=g), torch.randn(L, b, d, generator=g)] if gated else [None, None]
     gy = torch.randn(L, b, d, generator=g)
@@ -170,12 +195,28 @@ def test_block_without_autograd_runs_in_chunks_of_the_batch(monkeypatch):
 # mamba_ssm.modules.mamba_simple.Mamba(d_model).state_dict(): keys in order (nn.Module lists a
 # module's own parameters, A_log and D, before its submodules'), with their shapes.
 MAMBA_SSM_STATE = {
-    64: [("A_log", (128, 16)), ("D", (128,)), ("in_proj.weight", (256, 64)), ("conv1d.weight", (128, 1, 4)),
-         ("conv1d.bias", (128,)), ("x_proj.weight", (36, 128)), ("dt_proj.weight", (128, 4)),
-         ("dt_proj.bias", (128,)), ("out_proj.weight", (64, 128))],
-    256: [("A_log", (512, 16)), ("D", (512,)), ("in_proj.weight", (1024, 256)), ("conv1d.weight", (512, 1, 4)),
-          ("conv1d.bias", (512,)), ("x_proj.weight", (48, 512)), ("dt_proj.weight", (512, 16)),
-          ("dt_proj.bias", (512,)), ("out_proj.weight", (256, 512))],
+    64: [
+        ("A_log", (128, 16)),
+        ("D", (128,)),
+        ("in_proj.weight", (256, 64)),
+        ("conv1d.weight", (128, 1, 4)),
+        ("conv1d.bias", (128,)),
+        ("x_proj.weight", (36, 128)),
+        ("dt_proj.weight", (128, 4)),
+        ("dt_proj.bias", (128,)),
+        ("out_proj.weight", (64, 128)),
+    ],
+    256: [
+        ("A_log", (512, 16)),
+        ("D", (512,)),
+        ("in_proj.weight", (1024, 256)),
+        ("conv1d.weight", (512, 1, 4)),
+        ("conv1d.bias", (512,)),
+        ("x_proj.weight", (48, 512)),
+        ("dt_proj.weight", (512, 16)),
+        ("dt_proj.bias", (512,)),
+        ("out_proj.weight", (256, 512)),
+    ],
 }
 
 
@@ -197,7 +238,7 @@ def test_initialisation_is_mamba_ssm_s():
     dt = F.softplus(m.dt_proj.bias.detach())
     assert dt.min() >= 0.001 * (1 - 1e-4) and dt.max() <= 0.1 * (1 + 1e-4)
     assert dt.log().std() > 0.5 * (math.log(0.1) - math.log(0.001)) / math.sqrt(12)  # spread log-uniformly
-    assert m.dt_proj.weight.abs().max() <= m.dt_rank ** -0.5
+    assert m.dt_proj.weight.abs().max() <= m.dt_rank**-0.5
     assert m.dt_rank == 4 and Mamba(65).dt_rank == 5
 
 
@@ -211,16 +252,28 @@ def test_rmsnorm():
     assert rel_err(n(x), ref) < 1e-6
 
 
-def mamba_inner_ref(xz, conv1d_weight, conv1d_bias, x_proj_weight, delta_proj_weight, out_proj_weight,
-                    out_proj_bias, A, B=None, C=None, D=None, delta_bias=None, delta_softplus=True):
+def mamba_inner_ref(
+    xz,
+    conv1d_weight,
+    conv1d_bias,
+    x_proj_weight,
+    delta_proj_weight,
+    out_proj_weight,
+    out_proj_bias,
+    A,
+    B=None,
+    C=None,
+    D=None,
+    delta_bias=None,
+    delta_softplus=True,
+):
     """mamba-ssm's mamba_inner_fn (its mamba_inner_ref), for xz (batch, 2*d_inner, L)."""
     L, rank, N = xz.shape[-1], delta_proj_weight.shape[1], A.shape[1]
     x, z = xz.chunk(2, dim=1)
-    x = F.silu(F.conv1d(x, conv1d_weight, conv1d_bias, padding=conv1d_weight.shape[-1] - 1,
-                        groups=x.shape[1])[..., :L])
+    x = F.silu(F.conv1d(x, conv1d_weight, conv1d_bias, padding=conv1d_weight.shape[-1] - 1, groups=x.shape[1])[..., :L])
     x_dbl = F.linear(x.transpose(1, 2), x_proj_weight)  # (b, L, rank + 2N)
     delta = F.linear(x_dbl[..., :rank], delta_proj_weight).transpose(1, 2)
-    B, C = x_dbl[..., rank:rank + N].transpose(1, 2), x_dbl[..., rank + N:].transpose(1, 2)
+    B, C = x_dbl[..., rank : rank + N].transpose(1, 2), x_dbl[..., rank + N :].transpose(1, 2)
     y = reference_scan(x, delta, A, B, C, D, z=z, delta_bias=delta_bias, delta_softplus=delta_softplus)
     return F.linear(y.transpose(1, 2), out_proj_weight, out_proj_bias)
 

@@ -26,8 +26,13 @@ def _tasks(n_tasks: int, seed: int = 0, noise: float = 0.5):
 def test_one_draw_of_every_task_reproduces_evaluate() -> None:
     lat, score, weights, nets = _tasks(30)
     keys = list(lat)
-    rows = _metric_rows(np.ones((1, len(keys))), _task_terms(lat, score, (1, 5)),
-                        np.array([weights[k] for k in keys]), _membership(keys, nets), (1, 5))
+    rows = _metric_rows(
+        np.ones((1, len(keys))),
+        _task_terms(lat, score, (1, 5)),
+        np.array([weights[k] for k in keys]),
+        _membership(keys, nets),
+        (1, 5),
+    )
     expected = evaluate(lat, score, ks=(1, 5), weights=weights, networks=nets)
     assert set(rows) == set(expected)
     for name, value in expected.items():

@@ -232,7 +232,9 @@ def test_real_networks_share_the_classifier_task():
     shared = set(resnet) & set(mixer)
     assert len(shared) == 1
     assert "matmul" in resnet[shared.pop()].name
-    assert all("conv2d" in t.name for t in resnet.values() if t.name not in ("max_pool2d", "mean") and "matmul" not in t.name)
+    assert all(
+        "conv2d" in t.name for t in resnet.values() if t.name not in ("max_pool2d", "mean") and "matmul" not in t.name
+    )
 
 
 def test_bad_target_is_a_tcl_error():
@@ -257,7 +259,9 @@ def test_nhwc_network_compiles_to_nhwc_convolutions_that_compute_what_torch_comp
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
 
     tasks = extract_tasks(definition, TARGET)
-    (first,) = [t for t in tasks if "conv2d" in t.name and "T.int64(3), T.int64(3), T.int64(3), T.int64(16)" in t.mod.script()]
+    (first,) = [
+        t for t in tasks if "conv2d" in t.name and "T.int64(3), T.int64(3), T.int64(3), T.int64(16)" in t.mod.script()
+    ]
     assert "T.Buffer((T.int64(1), T.int64(32), T.int64(32), T.int64(3))" in first.mod.script()  # NHWC image
     assert not any(op in t.name for t in tasks for op in ("batch_norm", "subtract", "sqrt"))
     nchw = {t.key for t in extract_tasks(small_cnn(), TARGET)}

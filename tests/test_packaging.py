@@ -13,11 +13,30 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_wheel_ships_profiles_and_builtin_plugins(tmp_path):
     source = tmp_path / "src"  # a copy, so the build leaves nothing in the working tree
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
-                                                                 "data", "checkpoints", ".pytest_cache"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(tmp_path / "dist"), str(source)],
-                   check=True, capture_output=True)
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "build", "*.egg-info", "__pycache__", "data", "checkpoints", ".pytest_cache"
+        ),
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = (tmp_path / "dist").glob("tcl-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         files = set(archive.namelist())

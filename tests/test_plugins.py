@@ -4,17 +4,14 @@ a clashing one, and the switch that disables external plugins."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import BUNDLED, matmul_module, run_tcl, run_tcl_json, tcl_env
 
-from conftest import matmul_module, run_tcl, run_tcl_json, tcl_env
 from tcl import discovery
 from tcl.errors import TclError
 from tcl.programs import Program, Task
-
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 
 
 def names(listing, point):
@@ -62,12 +59,18 @@ def test_duplicate_name_is_an_error_naming_both(install_plugin):
     proc = run_tcl("plugins", env=tcl_env(install_plugin("tcl-clashing-plugin")))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert "'random'" in proc.stderr and "tcl-clashing-plugin" in proc.stderr and "tcl (builtin-samplers)" in proc.stderr
+    assert (
+        "'random'" in proc.stderr and "tcl-clashing-plugin" in proc.stderr and "tcl (builtin-samplers)" in proc.stderr
+    )
 
 
 def test_disabling_external_plugins(install_plugin):
-    env = tcl_env(install_plugin("tcl-clashing-plugin"), install_plugin("tcl-broken-plugin"),
-                  install_plugin("tcl-example-plugin"), TCL_DISABLE_EXTERNAL_PLUGINS="1")
+    env = tcl_env(
+        install_plugin("tcl-clashing-plugin"),
+        install_plugin("tcl-broken-plugin"),
+        install_plugin("tcl-example-plugin"),
+        TCL_DISABLE_EXTERNAL_PLUGINS="1",
+    )
     listing = run_tcl_json("plugins", env=env)
     assert "every-kth" not in names(listing, "samplers")
     assert names(listing, "samplers")["random"]["distribution"] == "tcl"
@@ -104,17 +107,20 @@ def test_third_party_backend_measures_real_candidates(install_plugin, monkeypatc
     assert all(r.ok and min(r.run_secs) > 0 for r in results), results
 
 
-@pytest.mark.parametrize("answer, problem", [
-    ("abc", "expected integer indices"),
-    (3, "returned int, expected a list"),
-    ([1.5], "expected integer indices"),
-    ([True], "expected integer indices"),
-    ([-1], "index -1 is outside the pool of 10"),
-    ([10], "index 10 is outside the pool of 10"),
-    ([2, 2], "more than once"),
-    ([4], "index 4 was measured already"),
-    ([0, 1, 2, 3], "4 indices for a budget of 3"),
-])
+@pytest.mark.parametrize(
+    "answer, problem",
+    [
+        ("abc", "expected integer indices"),
+        (3, "returned int, expected a list"),
+        ([1.5], "expected integer indices"),
+        ([True], "expected integer indices"),
+        ([-1], "index -1 is outside the pool of 10"),
+        ([10], "index 10 is outside the pool of 10"),
+        ([2, 2], "more than once"),
+        ([4], "index 4 was measured already"),
+        ([0, 1, 2, 3], "4 indices for a budget of 3"),
+    ],
+)
 def test_a_sampler_breaking_its_contract_is_named(answer, problem):
     from tcl.interfaces import checked_selection
 
@@ -133,8 +139,20 @@ def test_a_misspelt_hook_name_is_warned_about(install_plugin):
 
 
 def test_an_unknown_name_mentions_plugins_that_failed_to_load(install_plugin, tmp_path):
-    proc = run_tcl("sample", "--sampler", "every-kth", "--budget", "0.1", "--data", str(BUNDLED), "--profile",
-                   "x86-avx2", "--out", str(tmp_path / "out"), env=tcl_env(install_plugin("tcl-broken-plugin")))
+    proc = run_tcl(
+        "sample",
+        "--sampler",
+        "every-kth",
+        "--budget",
+        "0.1",
+        "--data",
+        str(BUNDLED),
+        "--profile",
+        "x86-avx2",
+        "--out",
+        str(tmp_path / "out"),
+        env=tcl_env(install_plugin("tcl-broken-plugin")),
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "unknown sampler 'every-kth'" in proc.stderr and "failed to load: broken" in proc.stderr
     assert not (tmp_path / "out").exists()
@@ -145,24 +163,69 @@ def test_the_example_package_has_a_working_plugin_of_every_extension_point(insta
     site = install_plugin("tcl-example-plugin")
     env = tcl_env(site)
     listing = run_tcl_json("plugins", env=env)
-    ours = {point: [p["name"] for p in items if p["distribution"] == "tcl-example-plugin"]
-            for point, items in listing["extension_points"].items()}
-    assert ours == {"samplers": ["every-kth"], "cost_models": ["ridge"], "transfer_strategies": ["shrink-to-teacher"],
-                    "hardware_backends": ["plain-local"], "featurizers": ["instruction-counts"],
-                    "networks": ["tiny-convnet"]}
+    ours = {
+        point: [p["name"] for p in items if p["distribution"] == "tcl-example-plugin"]
+        for point, items in listing["extension_points"].items()
+    }
+    assert ours == {
+        "samplers": ["every-kth"],
+        "cost_models": ["ridge"],
+        "transfer_strategies": ["shrink-to-teacher"],
+        "hardware_backends": ["plain-local"],
+        "featurizers": ["instruction-counts"],
+        "networks": ["tiny-convnet"],
+    }
 
     teacher = tmp_path / "ridge"
-    train = run_tcl("train", "--model", "ridge", "--data", str(BUNDLED), "--profile", "x86-avx2", "--held-out",
-                    "bert-tiny", "--out", str(teacher), env=env)
+    train = run_tcl(
+        "train",
+        "--model",
+        "ridge",
+        "--data",
+        str(BUNDLED),
+        "--profile",
+        "x86-avx2",
+        "--held-out",
+        "bert-tiny",
+        "--out",
+        str(teacher),
+        env=env,
+    )
     assert train.returncode == 0, train.stderr
-    scored = run_tcl_json("eval", "--model", str(teacher), "--data", str(BUNDLED), "--profile", "x86-avx2",
-                          "--network", "bert-tiny", "--json", env=env)
+    scored = run_tcl_json(
+        "eval",
+        "--model",
+        str(teacher),
+        "--data",
+        str(BUNDLED),
+        "--profile",
+        "x86-avx2",
+        "--network",
+        "bert-tiny",
+        "--json",
+        env=env,
+    )
     assert scored["tasks"] == 8 and 0 < scored["top1"] <= 1 and 0 < scored["pairwise"] < 1
 
     moved = tmp_path / "moved"
-    proc = run_tcl("transfer", "--strategy", "shrink-to-teacher", "--teacher", str(teacher), "--profile", "x86-avx512",
-                   "--data", str(BUNDLED), "--held-out", "bert-tiny", "--sampler", "every-kth", "--out", str(moved),
-                   env=env)
+    proc = run_tcl(
+        "transfer",
+        "--strategy",
+        "shrink-to-teacher",
+        "--teacher",
+        str(teacher),
+        "--profile",
+        "x86-avx512",
+        "--data",
+        str(BUNDLED),
+        "--held-out",
+        "bert-tiny",
+        "--sampler",
+        "every-kth",
+        "--out",
+        str(moved),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     config = json.loads((moved / "config.json").read_text())
     assert config["model"] == "ridge" and config["profile"] == "x86-avx512"

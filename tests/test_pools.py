@@ -151,7 +151,9 @@ def test_same_pool_in_another_process(target):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == keys(generate_pool(matmul(32), target, 12, seed=5, max_random=4))
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == keys(
+        generate_pool(matmul(32), target, 12, seed=5, max_random=4)
+    )
 
 
 def test_small_space_is_exhausted(target):
@@ -161,8 +163,10 @@ def test_small_space_is_exhausted(target):
 
 
 def test_program_key_is_canonical():
-    trace = [[["SamplePerfectTile", ["l2"], [4, 64], ["v5"]], ["Split", ["l2", "v5"], [True, False], ["l9"]]],
-             [[0, [1, 2, 2, 16]]]]
+    trace = [
+        [["SamplePerfectTile", ["l2"], [4, 64], ["v5"]], ["Split", ["l2", "v5"], [True, False], ["l9"]]],
+        [[0, [1, 2, 2, 16]]],
+    ]
     as_tvm_writes = json.loads(json.dumps(trace).replace("true", "1").replace("false", "0"))
     assert program_key(trace) == program_key(as_tvm_writes)
     assert program_key({"a": 1.0, "b": [0.25]}) == program_key({"b": [0.25], "a": 1})
@@ -205,7 +209,9 @@ def test_keys_survive_tvm_records(tmp_path, target):
     wl = db.commit_workload(mod)
     args = ms.arg_info.ArgInfo.from_entry_func(mod, remove_preproc=True)
     for i in (4, 1, 3):  # measured out of order, from schedules replayed off the pool file
-        db.commit_tuning_record(ms.database.TuningRecord(pool.schedule(task.key, i).trace, wl, [1e-3 * i], target, args))
+        db.commit_tuning_record(
+            ms.database.TuningRecord(pool.schedule(task.key, i).trace, wl, [1e-3 * i], target, args)
+        )
     raw = [json.loads(line)[1][0] for line in (work / "database_tuning_record.json").read_text().splitlines()]
     assert [index[program_key(t)] for t in raw] == [4, 1, 3]
     reloaded = ms.database.JSONDatabase(work_dir=str(work)).get_all_tuning_records()

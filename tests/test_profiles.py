@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import run_tcl, run_tcl_json, tcl_env
+
 from tcl.profiles import get_profile, host_cpu_name
 
 BUILTINS = {"x86-avx512", "x86-avx2", "x86-generic", "native", "cuda-sm90", "rpc-example"}
@@ -50,9 +50,12 @@ def test_user_directory_adds_and_shadows(tmp_path):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        (GOOD.replace("runtime_threads = 4", "runtime_threads = -1"), "key 'runtime_threads': expected a positive integer"),
+        (
+            GOOD.replace("runtime_threads = 4", "runtime_threads = -1"),
+            "key 'runtime_threads': expected a positive integer",
+        ),
         (GOOD.replace('backend = "local"\n', ""), "key 'backend': expected a non-empty string, got nothing"),
-        (GOOD + "[measure]\nnumber = \"three\"\n", "key 'measure.number': expected a positive integer, got 'three'"),
+        (GOOD + '[measure]\nnumber = "three"\n', "key 'measure.number': expected a positive integer, got 'three'"),
         (GOOD + "[measure]\nrepeats = 2\n", "key 'measure.repeats': unknown"),
         (GOOD.replace('kind = "llvm"', 'kinds = "llvm"'), "key 'target.kind': expected a table with a string 'kind'"),
         ("colour = 1\n" + GOOD, "key 'colour': unknown"),

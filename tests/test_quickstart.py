@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from conftest import run_tcl
+from conftest import BUNDLED, run_tcl
 
-BUNDLED_POOL = Path(__file__).resolve().parents[1] / "data" / "bundled" / "pool"
+BUNDLED_POOL = BUNDLED / "pool"
 
 
 def test_unknown_network_and_bad_trials_fail_before_any_work(tmp_path):
@@ -52,10 +51,28 @@ def test_closing_table_fits_100_columns_and_the_sentence_says_what_happened():
 
     from tcl.cli.quickstart_cmd import closing_table, what_it_showed
 
-    rows = [{"method": "xgb", "measured_trials": 320, "tuning_s": 1234.5, "time_to_baseline_best_s": 1200.0,
-             "latency_ms": 3.456, "torch_ms": 1.27, "vs_torch": 0.37, "latency_vs_baseline": 1.0},
-            {"method": "tcl-mamba", "measured_trials": 320, "tuning_s": 1300.2, "time_to_baseline_best_s": 600.0,
-             "latency_ms": 3.54, "torch_ms": 1.25, "vs_torch": 0.35, "latency_vs_baseline": 0.98}]
+    rows = [
+        {
+            "method": "xgb",
+            "measured_trials": 320,
+            "tuning_s": 1234.5,
+            "time_to_baseline_best_s": 1200.0,
+            "latency_ms": 3.456,
+            "torch_ms": 1.27,
+            "vs_torch": 0.37,
+            "latency_vs_baseline": 1.0,
+        },
+        {
+            "method": "tcl-mamba",
+            "measured_trials": 320,
+            "tuning_s": 1300.2,
+            "time_to_baseline_best_s": 600.0,
+            "latency_ms": 3.54,
+            "torch_ms": 1.25,
+            "vs_torch": 0.35,
+            "latency_vs_baseline": 0.98,
+        },
+    ]
     columns, cells = closing_table(rows)
     table = Table()
     for column in columns:
@@ -65,8 +82,10 @@ def test_closing_table_fits_100_columns_and_the_sentence_says_what_happened():
     console = Console(width=200, record=True)
     console.print(table)
     assert max(len(line) for line in console.export_text().splitlines()) <= 100
-    assert what_it_showed(rows) == ("In short: tcl-mamba reached XGB's best estimate after 600 s, XGB after 1200 s "
-                                    "(2.00x sooner); its network runs in 3.540 ms against XGB's 3.456 ms and torch "
-                                    "eager's 1.250 ms.")
+    assert what_it_showed(rows) == (
+        "In short: tcl-mamba reached XGB's best estimate after 600 s, XGB after 1200 s "
+        "(2.00x sooner); its network runs in 3.540 ms against XGB's 3.456 ms and torch "
+        "eager's 1.250 ms."
+    )
     rows[1]["time_to_baseline_best_s"] = None
     assert what_it_showed(rows).startswith("In short: tcl-mamba did not reach XGB's best estimate in 320 trials;")

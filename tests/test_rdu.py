@@ -4,15 +4,14 @@ diversity on a blob layout, and uncertainty from a real (tiny, 1-epoch) TLP cost
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import BUNDLED
 
-from tcl.programs import Program, Task
-from tcl_plugins.rdu import RDUSampler, _VARIANTS, greedy_select, tcl_register_samplers
+from tcl_plugins.rdu import _VARIANTS, RDUSampler, greedy_select, tcl_register_samplers
 
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled" / "x86-avx2"
+AVX2 = BUNDLED / "x86-avx2"
 
 
 def blobs(per: int = 30, centers=((0, 0), (20, 0), (0, 20), (20, 20), (10, 40)), seed: int = 0):
@@ -25,7 +24,7 @@ def blobs(per: int = 30, centers=((0, 0), (20, 0), (0, 20), (20, 20), (10, 40)),
 def records():
     from tcl.database import load_records
 
-    return load_records(BUNDLED)
+    return load_records(AVX2)
 
 
 @pytest.fixture(scope="module")

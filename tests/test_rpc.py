@@ -16,8 +16,14 @@ START_COMMAND = re.compile(r"-m tvm\.exec\.rpc_(server|tracker)\b.*")
 
 
 def _documented_start_commands() -> list[tuple[Path, str]]:
-    files = [*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md"), *(ROOT / "hardware_profiles").glob("*.toml"),
-             *(ROOT / "data").glob("*.sh"), *(ROOT / "tcl").rglob("*.py"), *(ROOT / "plugins").glob("*.py")]
+    files = [
+        *ROOT.glob("*.md"),
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "hardware_profiles").glob("*.toml"),
+        *(ROOT / "data").glob("*.sh"),
+        *(ROOT / "tcl").rglob("*.py"),
+        *(ROOT / "plugins").glob("*.py"),
+    ]
     return [(path, m.group(0)) for path in files for m in START_COMMAND.finditer(path.read_text(encoding="utf-8"))]
 
 
@@ -45,8 +51,20 @@ def two_servers(tmp_path):
     from test_backends import _free_port, _port_open, _start, _stop, _wait_for
 
     tracker_port, key = _free_port(), "tcl-two-servers"
-    procs = [_start(["tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(tracker_port),
-                     "--port-end", str(tracker_port + 1), "--silent"])]
+    procs = [
+        _start(
+            [
+                "tvm.exec.rpc_tracker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(tracker_port),
+                "--port-end",
+                str(tracker_port + 1),
+                "--silent",
+            ]
+        )
+    ]
     logs = [tmp_path / f"server{i}.log" for i in range(2)]
     profile = tmp_path / "profiles" / "t-rpc-two.toml"
     profile.parent.mkdir()
@@ -54,16 +72,35 @@ def two_servers(tmp_path):
         'name = "t-rpc-two"\ndescription = "two local rpc servers"\nbackend = "rpc"\nruntime_threads = 1\n'
         '[target]\nkind = "llvm"\nnum-cores = 1\n[measure]\nnumber = 2\nrepeat = 1\nmin_repeat_ms = 5\n'
         f'run_timeout_s = 30.0\n[backend_options]\ntracker_host = "127.0.0.1"\ntracker_port = {tracker_port}\n'
-        f'device_key = "{key}"\nsession_timeout_s = 30\n')
+        f'device_key = "{key}"\nsession_timeout_s = 30\n'
+    )
     try:
         _wait_for("the tracker", lambda: _port_open(tracker_port), procs)
         for log in logs:
             port = _free_port()
             with open(log, "wb") as fh:  # not --silent: the log tells which server took a session
-                procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "tvm.exec.rpc_server", "--tracker", f"127.0.0.1:{tracker_port}",
-                     "--key", key, "--host", "127.0.0.1", "--port", str(port), "--port-end", str(port + 1)],
-                    start_new_session=True, stdout=subprocess.DEVNULL, stderr=fh))
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "tvm.exec.rpc_server",
+                            "--tracker",
+                            f"127.0.0.1:{tracker_port}",
+                            "--key",
+                            key,
+                            "--host",
+                            "127.0.0.1",
+                            "--port",
+                            str(port),
+                            "--port-end",
+                            str(port + 1),
+                        ],
+                        start_new_session=True,
+                        stdout=subprocess.DEVNULL,
+                        stderr=fh,
+                    )
+                )
         from tcl.profiles import load_profile_file
         from tcl_plugins import backends
 
@@ -112,9 +149,23 @@ def test_rpc_collection_over_two_servers_loses_and_duplicates_nothing(two_server
 
     profile, logs = two_servers
     out = tmp_path / "records"
-    proc = run_tcl("--profiles-dir", str(profile.parent), "collect", "--profile", "t-rpc-two",
-                   "--network", str(ROOT / "data" / "bundled" / "x86-generic"), "--max-tasks", "2",
-                   "--pool-size", "12", "--batch-size", "6", "--out", str(out))
+    proc = run_tcl(
+        "--profiles-dir",
+        str(profile.parent),
+        "collect",
+        "--profile",
+        "t-rpc-two",
+        "--network",
+        str(ROOT / "data" / "bundled" / "x86-generic"),
+        "--max-tasks",
+        "2",
+        "--pool-size",
+        "12",
+        "--batch-size",
+        "6",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     records = load_records(out)
     assert len(records.tasks) == 2

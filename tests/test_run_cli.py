@@ -8,14 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-
-from conftest import run_tcl, tcl_env
+from conftest import BUNDLED, IDLE, ROOT, run_tcl, tcl_env
 
 from tcl.database import load_records
-
-ROOT = Path(__file__).resolve().parents[1]
-BUNDLED = ROOT / "data" / "bundled"
-IDLE = ROOT / "data" / "idle"
 
 
 def write_config(folder: Path, text: str, name: str = "exp.toml") -> Path:
@@ -73,7 +68,8 @@ def test_sampler_variant_is_its_plugin_with_the_given_options(tmp_path):
     registered, variant = json.loads((out / "results.json").read_text())["rows"]
     assert variant["sampler"] == "r-only" and 0 < variant["pairwise"] < 1
     assert {k: v for k, v in variant.items() if k not in ("sampler", "fit_s")} == {
-        k: v for k, v in registered.items() if k not in ("sampler", "fit_s")}
+        k: v for k, v in registered.items() if k not in ("sampler", "fit_s")
+    }
 
 
 def test_models_smoke_config_runs_and_parallel_profiles_give_the_same_rows(tmp_path):
@@ -81,14 +77,17 @@ def test_models_smoke_config_runs_and_parallel_profiles_give_the_same_rows(tmp_p
     proc = run_tcl("run", str(ROOT / "configs" / "smoke-models.toml"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((out / "results.json").read_text())["rows"]
-    assert [(r["model"], r["split"]) for r in rows] == [("tlp", "held-out"), ("tlp", "cv"), ("mamba", "held-out"),
-                                                         ("mamba", "cv")]
+    assert [(r["model"], r["split"]) for r in rows] == [
+        ("tlp", "held-out"),
+        ("tlp", "cv"),
+        ("mamba", "held-out"),
+        ("mamba", "cv"),
+    ]
     # held-out bert-tiny is scored on its idle re-measurement (eval_data), not on data/bundled
     held = [t for t in load_records(IDLE, profile="x86-avx2").tasks.values() if "bert-tiny" in t.networks]
     assert all(0 < r["top1"] <= 1 and r["held_tasks"] == len(held) for r in rows if r["split"] == "held-out")
     # cross-validation scores every training task, each by the fold model that never saw its network
-    trained = [t for t in load_records(ROOT / "data" / "bundled", profile="x86-avx2").tasks.values()
-               if "bert-tiny" not in t.networks]
+    trained = [t for t in load_records(BUNDLED, profile="x86-avx2").tasks.values() if "bert-tiny" not in t.networks]
     for row in rows:
         assert row["top1_low"] <= row["top1"] <= row["top1_high"] and row["chance_pairwise"] == 0.5
         assert 0 < row["chance_top1"] < row["chance_top5"] <= 1
@@ -99,9 +98,11 @@ def test_models_smoke_config_runs_and_parallel_profiles_give_the_same_rows(tmp_p
 
     # the same tlp training, now beside another profile in a second process: x86-avx2's row is
     # the one the single-process run gave
-    text = ("[experiment]\nkind = \"models\"\ndata = \"DATA\"\neval_data = \"IDLE\"\n"
-            "profiles = [\"x86-avx2\", \"x86-generic\"]\nheld_out = [\"bert-tiny\"]\njobs = 2\n"
-            "[models]\nnames = [\"tlp\"]\n[models.options.tlp]\nepochs = 1\nbatch_size = 256\n")
+    text = (
+        '[experiment]\nkind = "models"\ndata = "DATA"\neval_data = "IDLE"\n'
+        'profiles = ["x86-avx2", "x86-generic"]\nheld_out = ["bert-tiny"]\njobs = 2\n'
+        '[models]\nnames = ["tlp"]\n[models.options.tlp]\nepochs = 1\nbatch_size = 256\n'
+    )
     parallel = tmp_path / "parallel"
     config = write_config(tmp_path, text.replace("IDLE", os.path.relpath(IDLE, tmp_path)))
     proc = run_tcl("run", str(config), "--out", str(parallel))
@@ -113,6 +114,7 @@ def test_models_smoke_config_runs_and_parallel_profiles_give_the_same_rows(tmp_p
 
     def without_time(row):
         return {k: v for k, v in row.items() if k != "fit_s"}
+
     assert without_time(both[0]) == without_time(rows[0])
 
 
@@ -153,7 +155,8 @@ epochs = 1
 def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_path):
     # scratch as a named variant: its options travel to the worker processes with it
     text = TRANSFER.replace("STRATEGIES", '["continual-kd", "scratch-1ep"]').replace(
-        'held_out = ["bert-tiny"]', 'held_out = ["bert-tiny"]\nseeds = [0, 1]\njobs = 2')
+        'held_out = ["bert-tiny"]', 'held_out = ["bert-tiny"]\nseeds = [0, 1]\njobs = 2'
+    )
     text += '\n[transfer.variants.scratch-1ep]\nplugin = "scratch"\nepochs = 1\n'
     out = tmp_path / "out"
     proc = run_tcl("run", str(write_config(tmp_path, text)), "--out", str(out))
@@ -161,58 +164,99 @@ def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_
     assert "[seed 0] base model" in proc.stderr and "[seed 1] scratch-1ep" in proc.stderr
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert [(r["strategy"], r["profile"], r["seeds"]) for r in rows] == [
-        ("base", "x86-avx2", 2), ("continual-kd", "x86-generic", 2), ("base", "x86-avx2", 2),
-        ("scratch-1ep", "x86-generic", 2)]
+        ("base", "x86-avx2", 2),
+        ("continual-kd", "x86-generic", 2),
+        ("base", "x86-avx2", 2),
+        ("scratch-1ep", "x86-generic", 2),
+    ]
     assert all(0 < r["top1"] <= 1 and 0 < r["pairwise"] < 1 and r["top1_std"] >= 0 for r in rows)
     assert 0 < rows[1]["earlier_top1"] <= 1 and 0 < rows[1]["earlier_pairwise"] < 1
     # forgetting per earlier platform: with one earlier platform it is the rows' mean itself
     forgetting = json.loads((out / "results.json").read_text())["forgetting"]
     assert [(f["strategy"], f["after"], f["on"]) for f in forgetting] == [
-        ("continual-kd", "x86-generic", "x86-avx2"), ("scratch-1ep", "x86-generic", "x86-avx2")]
+        ("continual-kd", "x86-generic", "x86-avx2"),
+        ("scratch-1ep", "x86-generic", "x86-avx2"),
+    ]
     assert forgetting[0]["top1"] == rows[1]["earlier_top1"] and forgetting[1]["pairwise"] == rows[3]["earlier_pairwise"]
     assert "accuracy kept on each earlier platform" in proc.stdout
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # one base model serves both strategies: trained once per seed, so its row is the same twice
     assert rows[0] == {**rows[2], "strategy": rows[0]["strategy"]}
     assert json.loads((out / "config.resolved.json").read_text())["plugins"]["transfer_strategies"] == {
-        "continual-kd": "tcl", "scratch": "tcl"}
+        "continual-kd": "tcl",
+        "scratch": "tcl",
+    }
 
 
-@pytest.mark.parametrize("text, message", [
-    (TRANSFER.replace("STRATEGIES", '["kd"]'), "unknown transfer strategy 'kd'; choices: continual-kd, fine-tune"),
-    (TRANSFER.replace("STRATEGIES", '["scratch"]').replace("held_out =", "jobs = 0\nheld_out ="),
-     "[experiment] jobs must be a whole number >= 1, got 0"),
-    ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nnetwork = \"resnet-19\"\n",
-     "unknown network 'resnet-19'; choices: "),
-    ("[experiment]\nkind = \"tuning\"\nprofiles = [\"x86-avx2\"]\n[tuning]\nmethods = [\"xgb\", \"random\"]\n"
-     "baseline = \"mlp\"\n", "baseline 'mlp' is not one of the compared methods (xgb, random)"),
-    (SAMPLING.replace("SAMPLERS", '["rdu", "rdx"]'),
-     "unknown sampler 'rdx'; choices: all, random, rdu, rdu-d, rdu-r, rdu-u"),
-    (SAMPLING.replace("SAMPLERS", '["rdu", "rd"]') + '[sampling.variants.rd]\nplugin = "rdu"\nw_u = -1\n',
-     "sampler 'rdu': "),
-    (SAMPLING.replace("SAMPLERS", '["rd"]') + '[sampling.variants.rd]\nplugin = "rdv"\n',
-     "unknown sampler 'rdv'; choices: all, random, rdu"),
-    (SAMPLING.replace("SAMPLERS", '["rd"]') + '[sampling.variants.rd]\nw_u = 0\n',
-     '[sampling] variants.rd needs plugin = "<one of all, random, rdu'),
-    (SAMPLING.replace("SAMPLERS", '["random", "rdx"]') + '[sampling.variants.rd]\nplugin = "rdu"\n',
-     "[sampling] unknown name 'rdx'; plugins: all, random, rdu, rdu-d, rdu-r, rdu-u; variants: rd"),
-    (TRANSFER.replace("STRATEGIES", '["fine-tune"]') + '[transfer.variants.fine-tune]\nplugin = "scratch"\n',
-     "[transfer] variants.fine-tune: a plugin has that name; give the variant another"),
-    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('name = "tlp"', 'name = "gpt"'),
-     "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb"),
-    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace("budget = 0.05", "budgt = 0.05"),
-     "[sampling] unknown key 'budgt'; keys: budget, rounds, samplers, full"),
-    (SAMPLING.replace("SAMPLERS", '"rdu"'), "[sampling] samplers must be list[str], got 'rdu'"),
-    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('"sampling"', '"sampler"'),
-     "[experiment] unknown kind 'sampler'; kinds: models, sampling"),
-    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('held_out =', 'eval_data = "."\nheld_out ='),
-     "[experiment] eval_data: no records of 'x86-avx2' under "),
-    (SAMPLING.replace("SAMPLERS", '["rdu"]').replace('"bert-tiny"', '"gpt-2"'),
-     "[experiment] held_out: gpt-2 not in the x86-avx2 records; networks there: bert-tiny, gpt-block"),
-    ("[experiment]\nkind = \"models\"\ndata = \"DATA\"\nprofiles = [\"x86-avx2\"]\nheld_out = [\"bert-tiny\"]\n"
-     "[models]\nnames = [\"tlp\"]\n[models.options.tlp]\nepoch = 1\n",
-     "cost model 'tlp': bad options"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (TRANSFER.replace("STRATEGIES", '["kd"]'), "unknown transfer strategy 'kd'; choices: continual-kd, fine-tune"),
+        (
+            TRANSFER.replace("STRATEGIES", '["scratch"]').replace("held_out =", "jobs = 0\nheld_out ="),
+            "[experiment] jobs must be a whole number >= 1, got 0",
+        ),
+        (
+            '[experiment]\nkind = "tuning"\nprofiles = ["x86-avx2"]\n[tuning]\nnetwork = "resnet-19"\n',
+            "unknown network 'resnet-19'; choices: ",
+        ),
+        (
+            '[experiment]\nkind = "tuning"\nprofiles = ["x86-avx2"]\n[tuning]\nmethods = ["xgb", "random"]\n'
+            'baseline = "mlp"\n',
+            "baseline 'mlp' is not one of the compared methods (xgb, random)",
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["rdu", "rdx"]'),
+            "unknown sampler 'rdx'; choices: all, random, rdu, rdu-d, rdu-r, rdu-u",
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["rdu", "rd"]') + '[sampling.variants.rd]\nplugin = "rdu"\nw_u = -1\n',
+            "sampler 'rdu': ",
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["rd"]') + '[sampling.variants.rd]\nplugin = "rdv"\n',
+            "unknown sampler 'rdv'; choices: all, random, rdu",
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["rd"]') + "[sampling.variants.rd]\nw_u = 0\n",
+            '[sampling] variants.rd needs plugin = "<one of all, random, rdu',
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["random", "rdx"]') + '[sampling.variants.rd]\nplugin = "rdu"\n',
+            "[sampling] unknown name 'rdx'; plugins: all, random, rdu, rdu-d, rdu-r, rdu-u; variants: rd",
+        ),
+        (
+            TRANSFER.replace("STRATEGIES", '["fine-tune"]') + '[transfer.variants.fine-tune]\nplugin = "scratch"\n',
+            "[transfer] variants.fine-tune: a plugin has that name; give the variant another",
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["rdu"]').replace('name = "tlp"', 'name = "gpt"'),
+            "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb",
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["rdu"]').replace("budget = 0.05", "budgt = 0.05"),
+            "[sampling] unknown key 'budgt'; keys: budget, rounds, samplers, full",
+        ),
+        (SAMPLING.replace("SAMPLERS", '"rdu"'), "[sampling] samplers must be list[str], got 'rdu'"),
+        (
+            SAMPLING.replace("SAMPLERS", '["rdu"]').replace('"sampling"', '"sampler"'),
+            "[experiment] unknown kind 'sampler'; kinds: models, sampling",
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["rdu"]').replace("held_out =", 'eval_data = "."\nheld_out ='),
+            "[experiment] eval_data: no records of 'x86-avx2' under ",
+        ),
+        (
+            SAMPLING.replace("SAMPLERS", '["rdu"]').replace('"bert-tiny"', '"gpt-2"'),
+            "[experiment] held_out: gpt-2 not in the x86-avx2 records; networks there: bert-tiny, gpt-block",
+        ),
+        (
+            '[experiment]\nkind = "models"\ndata = "DATA"\nprofiles = ["x86-avx2"]\nheld_out = ["bert-tiny"]\n'
+            '[models]\nnames = ["tlp"]\n[models.options.tlp]\nepoch = 1\n',
+            "cost model 'tlp': bad options",
+        ),
+    ],
+)
 def test_bad_config_fails_before_work_in_one_line(tmp_path, text, message):
     config = write_config(tmp_path, text)
     out = tmp_path / "out"

@@ -30,14 +30,17 @@ def test_shared_tasks_go_to_the_most_held_out_part():
     assert parts == {"train": {"a"}, "validation": {"b"}, "test": {"c", "d", "e"}}
 
 
-@pytest.mark.parametrize("text, message", [
-    ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\ntest = ["a"]\n', "network a is in both train and test"),
-    ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\ntest = ["b"]\nholdout = ["c"]\n', "unknown key(s) holdout"),
-    ('format = "tcl-split"\nversion = 1\ntrain = "a"\ntest = ["b"]\n', "train must be a list"),
-    ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\n', "at least one train and one test"),
-    ('version = 1\ntrain = ["a"]\ntest = ["b"]\n', 'format = "tcl-split"'),
-    ('train = [\n', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\ntest = ["a"]\n', "network a is in both train and test"),
+        ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\ntest = ["b"]\nholdout = ["c"]\n', "unknown key(s) holdout"),
+        ('format = "tcl-split"\nversion = 1\ntrain = "a"\ntest = ["b"]\n', "train must be a list"),
+        ('format = "tcl-split"\nversion = 1\ntrain = ["a"]\n', "at least one train and one test"),
+        ('version = 1\ntrain = ["a"]\ntest = ["b"]\n', 'format = "tcl-split"'),
+        ("train = [\n", "not valid TOML"),
+    ],
+)
 def test_bad_split_files_name_the_file_and_the_problem(tmp_path, text, message):
     path = tmp_path / "split.toml"
     path.write_text(text)

@@ -11,7 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcl.database import ERRORS_FILE, TENSET_RECORD_FILE, TENSET_WORKLOAD_FILE, RecordWriter, load_records, read_manifest
+from tcl.database import (
+    ERRORS_FILE,
+    TENSET_RECORD_FILE,
+    TENSET_WORKLOAD_FILE,
+    RecordWriter,
+    load_records,
+    read_manifest,
+)
 from tcl.errors import TclError
 from tcl.tenset import import_tenset, tenset_task_key
 
@@ -79,8 +86,10 @@ def test_on_disk_format(tmp_path):
 
 
 def test_manifest_names_weights(tmp_path):
-    info = {DENSE: {"name": "resnet_dense", "weight": 1, "networks": ["resnet-18"]},
-            CONV: {"name": "resnet_conv", "weight": 4, "networks": ["resnet-18"]}}
+    info = {
+        DENSE: {"name": "resnet_dense", "weight": 1, "networks": ["resnet-18"]},
+        CONV: {"name": "resnet_conv", "weight": 4, "networks": ["resnet-18"]},
+    }
     import_tenset(SAMPLE, tmp_path / "imp", tasks_info=info)
     ps = load_records(tmp_path / "imp")
     conv = ps.tasks[tenset_task_key(CONV)]

@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import BUNDLED, run_tcl
 
-from conftest import run_tcl
 from tcl.database import load_records
-
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     out = tmp_path_factory.mktemp("ckpt") / "tlp"
-    proc = run_tcl("train", "--model", "tlp", "--data", str(BUNDLED), "--profile", "x86-avx2",
-                   "--held-out", "bert-tiny", "--epochs", "2", "--batch-size", "128", "--out", str(out))
+    proc = run_tcl(
+        "train",
+        "--model",
+        "tlp",
+        "--data",
+        str(BUNDLED),
+        "--profile",
+        "x86-avx2",
+        "--held-out",
+        "bert-tiny",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "128",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "held-out networks bert-tiny: top1" in proc.stdout
     return out

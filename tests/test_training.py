@@ -6,21 +6,28 @@ from __future__ import annotations
 import json
 import logging
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import BUNDLED
 
 from tcl import metrics
 from tcl.errors import TclError
 from tcl.hookspecs import hookimpl
 from tcl.interfaces import Featurizer
 from tcl.programs import Program, ProgramSet, Task
-from tcl.training import (StopTraining, clean_records, lambdarank_loss, make_batches, split_by_network, split_by_task,
-                          split_programs)
+from tcl.training import (
+    StopTraining,
+    clean_records,
+    lambdarank_loss,
+    make_batches,
+    split_by_network,
+    split_by_task,
+    split_programs,
+)
 
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled" / "x86-avx2"
+AVX2 = BUNDLED / "x86-avx2"
 INF = math.inf
 
 
@@ -53,7 +60,7 @@ class StoreFeaturizer(Featurizer):
         out = []
         for p in programs:
             v = np.asarray(p.trace, dtype=np.float32)
-            out.append(np.stack([np.concatenate([v, v ** 2]), np.concatenate([-v, np.ones(4)])]).astype(np.float32))
+            out.append(np.stack([np.concatenate([v, v**2]), np.concatenate([-v, np.ones(4)])]).astype(np.float32))
         return out
 
 
@@ -102,13 +109,18 @@ def test_top_k_pooled_and_per_network_on_a_hand_computed_example():
     assert per == pytest.approx({"a": 0.5, "b": 1.0})
     assert mean == pytest.approx(0.75)
     # a task in two networks counts in both; network_weights override the task weight there
-    mean, per = metrics.top_k_per_network(lat, scores, 1, networks=[("a", "b"), ("b",)],
-                                          network_weights={"b": {0: 3.0}})
+    mean, per = metrics.top_k_per_network(
+        lat, scores, 1, networks=[("a", "b"), ("b",)], network_weights={"b": {0: 3.0}}
+    )
     assert per["a"] == pytest.approx(0.5)
     assert per["b"] == pytest.approx((3 * 1 + 10) / (3 * 2 + 10))
     # mappings keyed by task give the same numbers
-    by_key = metrics.evaluate({"x": lat[0], "y": lat[1]}, {"x": scores[0], "y": scores[1]},
-                              weights={"x": 1.0, "y": 2.0}, networks={"x": ("a",), "y": ("b",)})
+    by_key = metrics.evaluate(
+        {"x": lat[0], "y": lat[1]},
+        {"x": scores[0], "y": scores[1]},
+        weights={"x": 1.0, "y": 2.0},
+        networks={"x": ("a",), "y": ("b",)},
+    )
     assert by_key["top1"] == pytest.approx(21 / 22)
     assert by_key["top1_per_network"] == pytest.approx(0.75)
     assert by_key["top5"] == pytest.approx(1.0)
@@ -132,8 +144,9 @@ def test_pairwise_accuracy_excludes_ties_and_counts_pairs_within_tasks():
     # task 0: (1,2) wrong, (1,4) wrong, (2,4) right; task 1: right -> 2 of 4
     assert metrics.pairwise_accuracy(lat, scores) == pytest.approx(0.5)
     # equal latencies are no pair; equal scores count half; two failures are a tie
-    assert metrics.pairwise_accuracy([np.array([1.0, 1.0, 2.0])], [np.array([0.0, 1.0, 1.0])]) == \
-        pytest.approx((0 + 0.5) / 2)
+    assert metrics.pairwise_accuracy([np.array([1.0, 1.0, 2.0])], [np.array([0.0, 1.0, 1.0])]) == pytest.approx(
+        (0 + 0.5) / 2
+    )
     assert metrics.pairwise_accuracy([np.array([INF, INF, 1.0])], [np.array([0.0, 1.0, 2.0])]) == pytest.approx(1.0)
     assert math.isnan(metrics.pairwise_accuracy([np.array([1.0])], [np.array([0.0])]))
 
@@ -150,12 +163,13 @@ def test_lambdarank_loss_orders_within_tasks_only():
     # the batch loss is the mean of the per-task losses: no pair across tasks
     s = torch.tensor([0.3, -1.0, 2.0, 0.7, 0.1])
     whole = lambdarank_loss(s, labels, groups)
-    parts = (lambdarank_loss(s[:3], labels[:3], torch.zeros(3, dtype=torch.int64))
-             + lambdarank_loss(s[3:], labels[3:], torch.zeros(2, dtype=torch.int64))) / 2
+    parts = (
+        lambdarank_loss(s[:3], labels[:3], torch.zeros(3, dtype=torch.int64))
+        + lambdarank_loss(s[3:], labels[3:], torch.zeros(2, dtype=torch.int64))
+    ) / 2
     assert whole == pytest.approx(float(parts), rel=1e-6)
     # a task whose programs all have one label gives no pair and no loss
-    flat = lambdarank_loss(torch.tensor([1.0, 0.0], requires_grad=True), torch.tensor([1.0, 1.0]),
-                           torch.tensor([0, 0]))
+    flat = lambdarank_loss(torch.tensor([1.0, 0.0], requires_grad=True), torch.tensor([1.0, 1.0]), torch.tensor([0, 0]))
     assert float(flat.detach()) == 0.0
 
 
@@ -214,12 +228,22 @@ def test_splits_by_task_programs_and_network():
 def dirty_records() -> ProgramSet:
     ps = synthetic_records(n_tasks=2, n=12)
     a = ps.tasks["task0"]
-    ps.add(a, [Program(task_key=a.key, trace=[0, 0, 0, 0], run_secs=None, error="build: boom"),
-               Program(task_key=a.key, trace=[0, 0, 0, 0], run_secs=(float("nan"),)),
-               Program(task_key=a.key, trace=[0, 0, 0, 0], run_secs=(float("inf"),))])
+    ps.add(
+        a,
+        [
+            Program(task_key=a.key, trace=[0, 0, 0, 0], run_secs=None, error="build: boom"),
+            Program(task_key=a.key, trace=[0, 0, 0, 0], run_secs=(float("nan"),)),
+            Program(task_key=a.key, trace=[0, 0, 0, 0], run_secs=(float("inf"),)),
+        ],
+    )
     single = Task(key="single", name="single")
-    ps.add(single, [Program(task_key="single", trace=[1, 1, 1, 1], run_secs=(1e-3,)),
-                    Program(task_key="single", trace=[1, 1, 1, 1], run_secs=None, error="run: x")])
+    ps.add(
+        single,
+        [
+            Program(task_key="single", trace=[1, 1, 1, 1], run_secs=(1e-3,)),
+            Program(task_key="single", trace=[1, 1, 1, 1], run_secs=None, error="run: x"),
+        ],
+    )
     dead = Task(key="dead", name="dead")
     ps.add(dead, [Program(task_key="dead", trace=[1, 1, 1, 1], run_secs=None, error="timeout")])
     return ps
@@ -230,8 +254,14 @@ def test_failed_nan_and_single_program_tasks_are_excluded_with_counts(caplog):
 
     ps = dirty_records()
     clean, counts = clean_records(ps)
-    assert counts == {"programs": 24 + 3 + 2 + 1, "failed": 3, "nonfinite": 2, "tasks": 4,
-                      "tasks_without_success": 1, "single_program_tasks": 1}
+    assert counts == {
+        "programs": 24 + 3 + 2 + 1,
+        "failed": 3,
+        "nonfinite": 2,
+        "tasks": 4,
+        "tasks_without_success": 1,
+        "single_program_tasks": 1,
+    }
     assert set(clean.tasks) == {"task0", "task1", "single"}
     fz = StoreFeaturizer()
     model = MLPCostModel(featurizer=fz, epochs=2, batch_size=16, verbose=False)
@@ -256,8 +286,11 @@ def test_empty_training_sets_are_one_line_errors():
     singles = ProgramSet()
     for i in range(3):
         singles.add(Task(key=f"s{i}", name=f"s{i}"), [Program(task_key=f"s{i}", trace=[0, 0, 0, 0], run_secs=(1.0,))])
-    for ps, pattern in [(ProgramSet(), "no training data"), (only_failed, "none of the 3 programs"),
-                        (singles, "two or more successful programs")]:
+    for ps, pattern in [
+        (ProgramSet(), "no training data"),
+        (only_failed, "none of the 3 programs"),
+        (singles, "two or more successful programs"),
+    ]:
         with pytest.raises(TclError, match=pattern) as info:
             model.fit(ps)
         assert "\n" not in str(info.value)
@@ -359,13 +392,17 @@ def small_real():
     bundled tasks (load order; the collector only appends) with PER_TASK programs, or a
     hand-made synthetic set while the bundled records are not there."""
     records = None
-    if BUNDLED.is_dir():
+    if AVX2.is_dir():
         from tcl.database import load_records
 
-        loaded = load_records(BUNDLED)
+        loaded = load_records(AVX2)
         records = ProgramSet(profile=loaded.profile)
         for task, progs in loaded:
-            if len(progs) >= PER_TASK and sum(p.ok for p in progs[:PER_TASK]) >= PER_TASK // 2 and len(records.tasks) < 3:
+            if (
+                len(progs) >= PER_TASK
+                and sum(p.ok for p in progs[:PER_TASK]) >= PER_TASK // 2
+                and len(records.tasks) < 3
+            ):
                 records.add(task, progs[:PER_TASK])
         if len(records.tasks) < 2:
             records = None
@@ -383,8 +420,9 @@ def _top1(model, test):
     weights = {t.key: t.weight for t, _ in test}
     scores = {t.key: model.predict(t, progs) for t, progs in test}
     rng = np.random.default_rng(0)
-    random = np.mean([metrics.top_k_score(lats, {k: rng.random(v.size) for k, v in lats.items()}, 1, weights)
-                      for _ in range(200)])
+    random = np.mean(
+        [metrics.top_k_score(lats, {k: rng.random(v.size) for k, v in lats.items()}, 1, weights) for _ in range(200)]
+    )
     return metrics.top_k_score(lats, scores, 1, weights), random
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import BUNDLED, run_tcl, start_tcl, wait_for_lines
 
-from conftest import run_tcl, start_tcl, wait_for_lines
 from tcl.database import RECORD_FILE, RecordWriter, load_records
 from tcl.evaluation import load_checkpoint
 from tcl.interfaces import MeasureResult
@@ -21,7 +21,6 @@ from tcl.profiles import get_profile
 from tcl.transfer import load_platform, run_sequence, select_sample, transfer_once, transfer_step
 from tcl_plugins.transfer import listwise_kl
 
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 PROFILES = ("x86-avx512", "x86-avx2")
 HELD_OUT = "bert-tiny"
 TINY = {"epochs": 1}
@@ -50,8 +49,11 @@ def data(tmp_path_factory):
                 task = records.tasks[key]
                 wanted = [program_key(p.trace) for p in first.programs[key] if p.ok][:24]
                 by_key = {program_key(p.trace): p for p in records.programs[key]}
-                entries = [(by_key[k].trace, MeasureResult(run_secs=by_key[k].run_secs)) for k in wanted
-                           if k in by_key and by_key[k].ok]
+                entries = [
+                    (by_key[k].trace, MeasureResult(run_secs=by_key[k].run_secs))
+                    for k in wanted
+                    if k in by_key and by_key[k].ok
+                ]
                 writer.add(task, entries, target=target)
     return root
 
@@ -86,16 +88,25 @@ def test_listwise_kl_is_zero_only_for_the_same_ranking_distribution():
     assert float(listwise_kl(t.flip(0), t, groups)) > 0.1
 
 
-@pytest.mark.parametrize("strategy,options", [
-    ("continual-kd", {"distill_on": "labelled"}), ("continual-kd", {"distill_on": "pool", "lam": 2.0, "tau": 2.0}),
-    ("fine-tune", {}), ("scratch", {}), ("mtl", {}), ("continual-kd-pc", {}), ("as-is", {}),
-])
+@pytest.mark.parametrize(
+    "strategy,options",
+    [
+        ("continual-kd", {"distill_on": "labelled"}),
+        ("continual-kd", {"distill_on": "pool", "lam": 2.0, "tau": 2.0}),
+        ("fine-tune", {}),
+        ("scratch", {}),
+        ("mtl", {}),
+        ("continual-kd-pc", {}),
+        ("as-is", {}),
+    ],
+)
 def test_each_strategy_makes_a_loadable_checkpoint(strategy, options, data, teacher, target, tmp_path):
     sample, rest = target
     source, _ = load_platform(data, PROFILES[0], [HELD_OUT])
     model_in = load_checkpoint(teacher, threads=1)
-    model, seconds, trained = transfer_step(strategy, model_in, sample, unlabelled=rest,
-                                            history={PROFILES[0]: source}, options={**TINY, **options})
+    model, seconds, trained = transfer_step(
+        strategy, model_in, sample, unlabelled=rest, history={PROFILES[0]: source}, options={**TINY, **options}
+    )
     model.save(tmp_path / "ckpt")
     loaded = load_checkpoint(tmp_path / "ckpt")
     task, programs = next(iter(sample))
@@ -111,8 +122,7 @@ def test_each_strategy_makes_a_loadable_checkpoint(strategy, options, data, teac
         assert trained == len(sample) + len(source)
         head = loaded.heads[PROFILES[0]]
         assert loaded.parameter_count() == model_in.parameter_count() + sum(t.numel() for t in head.values())
-        assert not np.allclose(loaded.for_platform(PROFILES[0]).predict(task, programs),
-                               loaded.predict(task, programs))
+        assert not np.allclose(loaded.for_platform(PROFILES[0]).predict(task, programs), loaded.predict(task, programs))
     else:
         assert config["heads"] == [] and trained == len(sample)
         assert loaded.parameter_count() == model_in.parameter_count()
@@ -171,9 +181,17 @@ def test_transfer_once_scores_new_and_earlier_platform(data, teacher, tmp_path):
     observer = Observer()
     registry().manager.register(observer)
     try:
-        result = transfer_once(strategy="continual-kd", teacher=teacher, profile=PROFILES[1], data_dir=data,
-                               out=tmp_path / "student", budget=0.5, sampler="random", held_out=[HELD_OUT],
-                               options=TINY)
+        result = transfer_once(
+            strategy="continual-kd",
+            teacher=teacher,
+            profile=PROFILES[1],
+            data_dir=data,
+            out=tmp_path / "student",
+            budget=0.5,
+            sampler="random",
+            held_out=[HELD_OUT],
+            options=TINY,
+        )
     finally:
         registry().manager.unregister(observer)
     assert result["programs_measured"] == 24  # half of 2 tasks x 24 programs
@@ -184,8 +202,17 @@ def test_transfer_once_scores_new_and_earlier_platform(data, teacher, tmp_path):
 
 
 def test_run_sequence_reports_forgetting_per_step(data, teacher, tmp_path):
-    result = run_sequence(profiles=PROFILES, strategy="mtl", data_dir=data, budget=0.5, sampler="random",
-                          held_out_networks=[HELD_OUT], teacher=teacher, options=TINY, out_dir=tmp_path)
+    result = run_sequence(
+        profiles=PROFILES,
+        strategy="mtl",
+        data_dir=data,
+        budget=0.5,
+        sampler="random",
+        held_out_networks=[HELD_OUT],
+        teacher=teacher,
+        options=TINY,
+        out_dir=tmp_path,
+    )
     base, step = result["rows"]
     assert base["strategy"] == "base" and base["earlier"] == {} and base["target"]["top1"] > 0
     assert step["profile"] == PROFILES[1] and set(step["earlier"]) == {PROFILES[0]}
@@ -197,9 +224,30 @@ def test_run_sequence_reports_forgetting_per_step(data, teacher, tmp_path):
 
 def test_cli_transfer_json(data, teacher, tmp_path):
     out = tmp_path / "kd"
-    proc = run_tcl("transfer", "--strategy", "continual-kd", "--teacher", str(teacher), "--profile", PROFILES[1],
-                   "--data", str(data), "--held-out", HELD_OUT, "--budget", "0.25", "--epochs", "1", "--sampler", "random",
-                   "--lam", "0.5", "--out", str(out), "--json")
+    proc = run_tcl(
+        "transfer",
+        "--strategy",
+        "continual-kd",
+        "--teacher",
+        str(teacher),
+        "--profile",
+        PROFILES[1],
+        "--data",
+        str(data),
+        "--held-out",
+        HELD_OUT,
+        "--budget",
+        "0.25",
+        "--epochs",
+        "1",
+        "--sampler",
+        "random",
+        "--lam",
+        "0.5",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["strategy"] == "continual-kd" and result["programs_measured"] == 12
@@ -207,19 +255,47 @@ def test_cli_transfer_json(data, teacher, tmp_path):
     assert json.loads((out / "config.json").read_text())["transfer"]["lam"] == 0.5
 
 
-@pytest.mark.parametrize("extra,expected", [
-    (["--strategy", "continual-kd", "--model", "tlp"], "the teacher is a mamba model, not tlp"),
-    (["--strategy", "fine-tune", "--featurizer", "per-store"], "the teacher uses featurizer trace-seq, not per-store"),
-    (["--strategy", "fine-tune", "--lam", "1"], "transfer strategy 'fine-tune': bad options ['epochs', 'lam']"),
-    (["--strategy", "distill"], "unknown transfer strategy 'distill'; choices: as-is, continual-kd, continual-kd-pc, fine-tune, mtl, scratch"),
-    (["--strategy", "continual-kd", "--distill-on", "pool", "--tau", "0"], "continual-kd needs lam >= 0 and tau > 0"),
-    (["--strategy", "continual-kd", "--held-out", "alexnet"], "held-out network(s) alexnet not in the records"),
-])
+@pytest.mark.parametrize(
+    "extra,expected",
+    [
+        (["--strategy", "continual-kd", "--model", "tlp"], "the teacher is a mamba model, not tlp"),
+        (
+            ["--strategy", "fine-tune", "--featurizer", "per-store"],
+            "the teacher uses featurizer trace-seq, not per-store",
+        ),
+        (["--strategy", "fine-tune", "--lam", "1"], "transfer strategy 'fine-tune': bad options ['epochs', 'lam']"),
+        (
+            ["--strategy", "distill"],
+            "unknown transfer strategy 'distill'; choices: as-is, continual-kd, continual-kd-pc, fine-tune, mtl, scratch",
+        ),
+        (
+            ["--strategy", "continual-kd", "--distill-on", "pool", "--tau", "0"],
+            "continual-kd needs lam >= 0 and tau > 0",
+        ),
+        (["--strategy", "continual-kd", "--held-out", "alexnet"], "held-out network(s) alexnet not in the records"),
+    ],
+)
 def test_cli_errors_are_one_line(extra, expected, data, teacher, tmp_path, capsys):
     from tcl.cli.main import main  # in-process: the subprocess tests below check the real command
 
-    code = main(["transfer", "--teacher", str(teacher), "--profile", PROFILES[1], "--data", str(data),
-                 "--epochs", "1", "--sampler", "random", "--out", str(tmp_path / "never"), *extra])
+    code = main(
+        [
+            "transfer",
+            "--teacher",
+            str(teacher),
+            "--profile",
+            PROFILES[1],
+            "--data",
+            str(data),
+            "--epochs",
+            "1",
+            "--sampler",
+            "random",
+            "--out",
+            str(tmp_path / "never"),
+            *extra,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "never").exists()
@@ -231,7 +307,8 @@ def test_cli_refuses_a_teacher_of_another_family_and_a_missing_teacher(data, tmp
     base = ["transfer", "--profile", PROFILES[1], "--data", str(data), "--out", str(tmp_path / "never")]
     proc = run_tcl(*base, "--strategy", "continual-kd", "--teacher", str(tlp), "--model", "mamba")
     assert proc.returncode == 2 and proc.stderr.strip() == (
-        "tcl: error: the teacher is a tlp model, not mamba; give a mamba teacher or use --strategy scratch")
+        "tcl: error: the teacher is a tlp model, not mamba; give a mamba teacher or use --strategy scratch"
+    )
     proc = run_tcl(*base, "--strategy", "continual-kd")
     assert proc.returncode == 2
     assert proc.stderr.strip() == "tcl: error: transfer strategy continual-kd needs a teacher checkpoint (--teacher)"
@@ -242,16 +319,35 @@ def tiny_pool(tmp_path_factory):
     """8 candidates of the bundled pool's quickest task."""
     pool = load_pool(BUNDLED / "pool")
     records = load_records(BUNDLED, profile="x86-avx2")
-    key = min((k for k in pool.tasks if k in records.tasks),
-              key=lambda k: np.median([p.latency for p in records.programs[k] if p.ok]))
+    key = min(
+        (k for k in pool.tasks if k in records.tasks),
+        key=lambda k: np.median([p.latency for p in records.programs[k] if p.ok]),
+    )
     return save_pool(tmp_path_factory.mktemp("pool") / "pool", [(pool.tasks[key], pool.traces[key][:8])])
 
 
 @pytest.mark.slow  # two real measuring runs: about 2.5 min on a busy 2-core box
 def test_adapt_resumes_without_measuring_again(tiny_pool, teacher, tmp_path):
     out, work = tmp_path / "native", tmp_path / "work"
-    args = ["adapt", "--profile", "x86-avx2", "--teacher", str(teacher), "--pool", str(tiny_pool), "--budget", "0.5",
-            "--batch-size", "1", "--epochs", "1", "--out", str(out), "--work-dir", str(work)]
+    args = [
+        "adapt",
+        "--profile",
+        "x86-avx2",
+        "--teacher",
+        str(teacher),
+        "--pool",
+        str(tiny_pool),
+        "--budget",
+        "0.5",
+        "--batch-size",
+        "1",
+        "--epochs",
+        "1",
+        "--out",
+        str(out),
+        "--work-dir",
+        str(work),
+    ]
     records = work / "records" / RECORD_FILE
     proc = start_tcl(*args)
     wait_for_lines(proc, records, 1)

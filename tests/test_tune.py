@@ -13,11 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import BUNDLED, matmul_module, run_tcl, tcl_env
 
-from conftest import matmul_module, run_tcl, tcl_env
-
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
-TINY_NET = '''
+TINY_NET = """
 import torch
 
 
@@ -28,16 +26,30 @@ class TinyMLP(torch.nn.Module):
 
     def forward(self, x):
         return torch.relu(self.fc(x))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     out = tmp_path_factory.mktemp("ckpt") / "tlp"
     # trained on resnet-18's tasks only, to keep the test short
-    proc = run_tcl("train", "--model", "tlp", "--data", str(BUNDLED / "x86-avx2"), "--profile", "x86-avx2",
-                   "--held-out", "bert-tiny,gpt-block,mlp-mixer,vit-tiny", "--epochs", "1", "--batch-size", "128",
-                   "--out", str(out))
+    proc = run_tcl(
+        "train",
+        "--model",
+        "tlp",
+        "--data",
+        str(BUNDLED / "x86-avx2"),
+        "--profile",
+        "x86-avx2",
+        "--held-out",
+        "bert-tiny,gpt-block,mlp-mixer,vit-tiny",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "128",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -50,9 +62,27 @@ def tiny_net(tmp_path_factory):
 
 
 def _tune_args(net: Path, ckpt: Path, out: Path, trials: int = 8) -> list[str]:
-    return ["tune", "--network", f"{net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
-            "--cost-model", str(ckpt), "--trials", str(trials), "--trials-per-round", "4", "--population", "32",
-            "--repeats", "5", "--out", str(out)]
+    return [
+        "tune",
+        "--network",
+        f"{net}:TinyMLP",
+        "--input-shape",
+        "4,64",
+        "--profile",
+        "x86-avx2",
+        "--cost-model",
+        str(ckpt),
+        "--trials",
+        str(trials),
+        "--trials-per-round",
+        "4",
+        "--population",
+        "32",
+        "--repeats",
+        "5",
+        "--out",
+        str(out),
+    ]
 
 
 def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoint, tiny_net, tmp_path):
@@ -60,8 +90,13 @@ def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoi
 
     out = tmp_path / "run"
     args = _tune_args(tiny_net, checkpoint, out)
-    proc = subprocess.Popen([sys.executable, "-m", "tcl.cli.main", *args], env=tcl_env(OPENBLAS_NUM_THREADS="1"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tcl.cli.main", *args],
+        env=tcl_env(OPENBLAS_NUM_THREADS="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     records = out / "database_tuning_record.json"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -75,7 +110,7 @@ def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoi
     assert "run the same command again to resume" in err and "Traceback" not in err
     first = load_records(out)
     assert first.profile == "x86-avx2"
-    (task, programs), = list(first)
+    ((task, programs),) = list(first)
     assert 4 <= len(programs) < 8 and all(p.ok for p in programs)
 
     proc = run_tcl(*args, "--json", env=tcl_env(OPENBLAS_NUM_THREADS="1"))
@@ -101,7 +136,7 @@ def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoi
     assert all(b["estimate_s"] <= a["estimate_s"] for a, b in zip(points, points[1:]))
     assert (out / "tune_curve.png").stat().st_size > 1000
     final = load_records(out).programs[task.key]
-    assert len(final) == 8 and [p.trace for p in final[:len(programs)]] == [p.trace for p in programs]
+    assert len(final) == 8 and [p.trace for p in final[: len(programs)]] == [p.trace for p in programs]
     assert min(p.latency for p in final) == pytest.approx(result["estimate_s"])
 
 
@@ -109,9 +144,35 @@ def test_compare_measures_against_the_chosen_baseline(tiny_net, tmp_path, capsys
     from tcl.cli.main import main
 
     out = tmp_path / "cmp"
-    assert main(["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
-                 "--compare", "random,xgb", "--baseline", "xgb", "--trials", "4", "--trials-per-round", "4",
-                 "--population", "32", "--repeats", "3", "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--network",
+                f"{tiny_net}:TinyMLP",
+                "--input-shape",
+                "4,64",
+                "--profile",
+                "x86-avx2",
+                "--compare",
+                "random,xgb",
+                "--baseline",
+                "xgb",
+                "--trials",
+                "4",
+                "--trials-per-round",
+                "4",
+                "--population",
+                "32",
+                "--repeats",
+                "3",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     rows = {row["method"]: row for row in summary["rows"]}
     assert summary["baseline"] == "xgb" and list(rows) == ["random", "xgb"]  # tuned in the order given
@@ -129,9 +190,11 @@ def test_tuning_config_tunes_a_file_network_named_relative_to_it(tiny_net, tmp_p
     from tcl.cli.main import main
 
     base = tiny_net.parent.parent  # configs beside the network's folder, named relative to them
-    text = ('[experiment]\nkind = "tuning"\nprofiles = ["x86-avx2"]\n[tuning]\n'
-            f'network = "{tiny_net.parent.name}/tiny_net.py:TinyMLP"\nmethods = ["random", "xgb"]\n'
-            'trials = 4\ntrials_per_round = 4\npopulation = 32\nrepeats = 3\n')
+    text = (
+        '[experiment]\nkind = "tuning"\nprofiles = ["x86-avx2"]\n[tuning]\n'
+        f'network = "{tiny_net.parent.name}/tiny_net.py:TinyMLP"\nmethods = ["random", "xgb"]\n'
+        "trials = 4\ntrials_per_round = 4\npopulation = 32\nrepeats = 3\n"
+    )
     (base / "no-shape.toml").write_text(text)  # no input_shape: refused before any work
     assert main(["run", str(base / "no-shape.toml"), "--out", str(tmp_path / "none")]) == 2
     assert "give its input_shape" in capsys.readouterr().err and not (tmp_path / "none").exists()
@@ -205,27 +268,42 @@ def test_online_needs_a_torch_model():
         BridgeState(discovery.registry().create("cost_models", "xgb"), online=True)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--network", "no-such-net", "--profile", "x86-avx2", "--cost-model", "xgb"], "unknown network 'no-such-net'"),
-    (["--network", "resnet-18", "--profile", "no-such-profile", "--cost-model", "xgb"], "unknown profile"),
-    (["--network", "resnet-18", "--profile", "x86-avx2", "--cost-model", "gpt"], "cost model 'gpt'"),
-    # checkpoints ship for the bundled profiles only: none for native
-    (["--network", "resnet-18", "--profile", "native", "--cost-model", "mamba"], "no pretrained checkpoint"),
-    (["--network", "missing.py:Net", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
-     "no such file"),
-    (["--network", "NET:1bad", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
-     "expected path/file.py:ClassName"),
-    (["--network", "NET:Missing", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
-     "defines no Missing"),
-    (["--network", "NET:TinyMLP", "--profile", "x86-avx2", "--cost-model", "xgb"], "needs --input-shape"),
-    (["--network", "NET:TinyMLP", "--input-shape", "1,x", "--profile", "x86-avx2", "--cost-model", "xgb"],
-     "--input-shape '1,x'"),
-    (["--network", "resnet-18", "--profile", "x86-avx2"], "exactly one of --cost-model and --compare"),
-    (["--network", "resnet-18", "--profile", "x86-avx2", "--compare", "xgb,random", "--baseline", "mlp"],
-     "baseline 'mlp' is not one of the compared methods (xgb, random)"),
-    (["--network", "resnet-18", "--profile", "x86-avx2", "--cost-model", "xgb", "--baseline", "xgb"],
-     "--baseline needs --compare"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--network", "no-such-net", "--profile", "x86-avx2", "--cost-model", "xgb"], "unknown network 'no-such-net'"),
+        (["--network", "resnet-18", "--profile", "no-such-profile", "--cost-model", "xgb"], "unknown profile"),
+        (["--network", "resnet-18", "--profile", "x86-avx2", "--cost-model", "gpt"], "cost model 'gpt'"),
+        # checkpoints ship for the bundled profiles only: none for native
+        (["--network", "resnet-18", "--profile", "native", "--cost-model", "mamba"], "no pretrained checkpoint"),
+        (
+            ["--network", "missing.py:Net", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
+            "no such file",
+        ),
+        (
+            ["--network", "NET:1bad", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
+            "expected path/file.py:ClassName",
+        ),
+        (
+            ["--network", "NET:Missing", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
+            "defines no Missing",
+        ),
+        (["--network", "NET:TinyMLP", "--profile", "x86-avx2", "--cost-model", "xgb"], "needs --input-shape"),
+        (
+            ["--network", "NET:TinyMLP", "--input-shape", "1,x", "--profile", "x86-avx2", "--cost-model", "xgb"],
+            "--input-shape '1,x'",
+        ),
+        (["--network", "resnet-18", "--profile", "x86-avx2"], "exactly one of --cost-model and --compare"),
+        (
+            ["--network", "resnet-18", "--profile", "x86-avx2", "--compare", "xgb,random", "--baseline", "mlp"],
+            "baseline 'mlp' is not one of the compared methods (xgb, random)",
+        ),
+        (
+            ["--network", "resnet-18", "--profile", "x86-avx2", "--cost-model", "xgb", "--baseline", "xgb"],
+            "--baseline needs --compare",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, message, tiny_net, tmp_path, capsys):
     from tcl.cli.main import main  # in-process: the same code path as the command, one import of TVM
 
@@ -244,7 +322,8 @@ def test_a_budget_that_cannot_reach_every_task_is_warned_about():
     assert per_round == 4
     assert coverage_warning(16, per_round, 8) == (
         "warning: 16 trials at 4 per round measure at most 4 of 8 tasks (the others get the schedule the cost model "
-        "ranks first, unmeasured), so there will be no latency estimate; give --trials 32 or more")
+        "ranks first, unmeasured), so there will be no latency estimate; give --trials 32 or more"
+    )
     assert coverage_warning(29, 4, 8) is None  # 8 rounds, the last one partial
     assert coverage_warning(64, default_trials_per_round(64, 8), 8) is None
 
@@ -267,16 +346,38 @@ def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net
     from tcl.cli.main import main
 
     out = tmp_path / "zero"
-    assert main(["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
-                 "--cost-model", "xgb", "--trials", "0", "--population", "16", "--repeats", "2",
-                 "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--network",
+                f"{tiny_net}:TinyMLP",
+                "--input-shape",
+                "4,64",
+                "--profile",
+                "x86-avx2",
+                "--cost-model",
+                "xgb",
+                "--trials",
+                "0",
+                "--population",
+                "16",
+                "--repeats",
+                "2",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["measured_trials"] == 0 and not (out / "database_tuning_record.json").read_text().strip()
     assert len(result["model_chosen_functions"]) == 1 and result["tuned_functions"] == []
     assert result["unscheduled_functions"] == [] and result["max_rel_error"] < 1e-3
 
 
-LOAD_EXPORTED = '''
+LOAD_EXPORTED = """
 import sys
 
 import numpy as np
@@ -294,23 +395,51 @@ with torch.no_grad():
     want = definition.module(*definition.example_inputs).numpy()
 np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 print("matches torch", got.shape)
-'''
+"""
 
 
 def test_export_writes_a_library_that_tvms_runtime_runs_in_a_fresh_process(tiny_net, tmp_path, capfd):
     from tcl.cli.main import main
 
     library = tmp_path / "tiny.so"
-    assert main(["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
-                 "--cost-model", "xgb", "--trials", "0", "--population", "16", "--repeats", "2",
-                 "--out", str(tmp_path / "run"), "--export", str(library)]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--network",
+                f"{tiny_net}:TinyMLP",
+                "--input-shape",
+                "4,64",
+                "--profile",
+                "x86-avx2",
+                "--cost-model",
+                "xgb",
+                "--trials",
+                "0",
+                "--population",
+                "16",
+                "--repeats",
+                "2",
+                "--out",
+                str(tmp_path / "run"),
+                "--export",
+                str(library),
+            ]
+        )
+        == 0
+    )
     captured = capfd.readouterr()  # TVM's C++ writes to descriptor 2 directly
     assert f"compiled library {library}" in captured.out and "Scope Saving" not in captured.err
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".so"] == ["tiny.so"]  # no temporary left
     script = tmp_path / "load.py"
     script.write_text(LOAD_EXPORTED)
-    proc = subprocess.run([sys.executable, str(script), str(library), f"{tiny_net}:TinyMLP"], capture_output=True,
-                          text=True, env=tcl_env(), timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(library), f"{tiny_net}:TinyMLP"],
+        capture_output=True,
+        text=True,
+        env=tcl_env(),
+        timeout=300,
+    )
     assert proc.returncode == 0 and "matches torch (4, 32)" in proc.stdout, proc.stderr
 
 
@@ -318,7 +447,26 @@ def test_export_writes_a_library_that_tvms_runtime_runs_in_a_fresh_process(tiny_
 def test_a_bad_export_path_is_refused_before_tuning(name, message, tiny_net, tmp_path, capsys):
     from tcl.cli.main import main
 
-    assert main(["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2",
-                 "--cost-model", "xgb", "--trials", "0", "--out", str(tmp_path / "run"),
-                 "--export", str(tmp_path / name)]) == 2
+    assert (
+        main(
+            [
+                "tune",
+                "--network",
+                f"{tiny_net}:TinyMLP",
+                "--input-shape",
+                "4,64",
+                "--profile",
+                "x86-avx2",
+                "--cost-model",
+                "xgb",
+                "--trials",
+                "0",
+                "--out",
+                str(tmp_path / "run"),
+                "--export",
+                str(tmp_path / name),
+            ]
+        )
+        == 2
+    )
     assert message in capsys.readouterr().err and not (tmp_path / "run").exists()

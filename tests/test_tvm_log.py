@@ -7,7 +7,7 @@ import sys
 
 from conftest import tcl_env
 
-TAKE = '''
+TAKE = """
 import sys
 import numpy as np
 import tvm
@@ -25,14 +25,16 @@ class Lookup:
 with quiet_tvm_warnings() if sys.argv[1] == "quiet" else open("/dev/null"):
     tvm.compile(Lookup, target="llvm")
     print("kept: ours", file=sys.stderr, flush=True)
-'''
+"""
 
 
 def test_the_take_warning_is_dropped_and_other_lines_kept(tmp_path):
     script = tmp_path / "take.py"
     script.write_text(TAKE)
-    loud, quiet = (subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True,
-                                  env=tcl_env(), timeout=300) for mode in ("loud", "quiet"))
+    loud, quiet = (
+        subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, env=tcl_env(), timeout=300)
+        for mode in ("loud", "quiet")
+    )
     assert loud.returncode == 0 and quiet.returncode == 0, quiet.stderr
     assert "Fast mode segfaults" in loud.stderr  # TVM does print it: the filter has something to drop
     assert "Fast mode segfaults" not in quiet.stderr and "kept: ours" in quiet.stderr
@@ -41,6 +43,8 @@ def test_the_take_warning_is_dropped_and_other_lines_kept(tmp_path):
 def test_continuation_lines_of_a_dropped_warning_go_with_it():
     from tcl.tvm_log import without_noise
 
-    text = ('[1] x.cc:64: Warning: Unknown schedule rule "meta_schedule.pool_max" for target\n'
-            "  s_tir.meta_schedule.cpu.meta_schedule.pool_max\nround 1: 4 trials\n")
+    text = (
+        '[1] x.cc:64: Warning: Unknown schedule rule "meta_schedule.pool_max" for target\n'
+        "  s_tir.meta_schedule.cpu.meta_schedule.pool_max\nround 1: 4 trials\n"
+    )
     assert without_noise(text) == "round 1: 4 trials\n"

@@ -11,24 +11,33 @@ from tcl.cli.common import add_json_option, print_json
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "cache", help="show the feature cache's location and size, or clear it",
+        "cache",
+        help="show the feature cache's location and size, or clear it",
         description="Cost models keep computed program features on disk so that a second training run on the "
-                    "same records skips featurizing. The cache lives in $TCL_CACHE_DIR/features, else "
-                    "$XDG_CACHE_HOME/tcl/features, else ~/.cache/tcl/features; the least recently used files "
-                    "are deleted once it passes $TCL_CACHE_MAX_MB megabytes (default 1024, 0: no cap).")
+        "same records skips featurizing. The cache lives in $TCL_CACHE_DIR/features, else "
+        "$XDG_CACHE_HOME/tcl/features, else ~/.cache/tcl/features; the least recently used files "
+        "are deleted once it passes $TCL_CACHE_MAX_MB megabytes (default 1024, 0: no cap).",
+    )
     _dir_option(parser, None)
     add_json_option(parser)
     parser.set_defaults(handler=run_show)
     actions = parser.add_subparsers(title="actions", metavar="ACTION", parser_class=type(parser))
-    clear = actions.add_parser("clear", help="delete every file of the feature cache",
-                               description="Delete the feature cache's files (only those it wrote).")
+    clear = actions.add_parser(
+        "clear",
+        help="delete every file of the feature cache",
+        description="Delete the feature cache's files (only those it wrote).",
+    )
     _dir_option(clear, argparse.SUPPRESS)  # `tcl cache --dir D clear` keeps D
     clear.set_defaults(handler=run_clear)
 
 
 def _dir_option(parser: argparse.ArgumentParser, default: Any) -> None:
-    parser.add_argument("--dir", type=Path, default=default,
-                        help="cache directory (default: the one cost models use; `tcl cache` shows it)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=default,
+        help="cache directory (default: the one cost models use; `tcl cache` shows it)",
+    )
 
 
 def _cache_dir(args: argparse.Namespace) -> Path:

@@ -14,32 +14,58 @@ from tcl.validation import option, whole
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "collect", help="measure candidate programs of networks on a profile",
+        "collect",
+        help="measure candidate programs of networks on a profile",
         description="Extract the tasks of networks, build a candidate pool per task, and measure the candidates a "
-                    "sampler picks on a hardware profile. Records are TVM JSONDatabase files; rerunning the same "
-                    "command resumes where it stopped.")
+        "sampler picks on a hardware profile. Records are TVM JSONDatabase files; rerunning the same "
+        "command resumes where it stopped.",
+    )
     parser.add_argument("--profile", required=True, help="hardware profile name (see tcl profiles)")
-    parser.add_argument("--network", required=True,
-                        help="comma-separated network names (see tcl plugins) or TVM JSONDatabase directories")
+    parser.add_argument(
+        "--network",
+        required=True,
+        help="comma-separated network names (see tcl plugins) or TVM JSONDatabase directories",
+    )
     parser.add_argument("--pool-size", type=option(whole), required=True, help="candidates generated per task")
     parser.add_argument("--out", type=Path, required=True, help="record directory to write (and resume)")
     parser.add_argument("--sampler", default="all", help="which candidates to measure (default: all)")
     add_budget_option(parser, 1.0)
-    parser.add_argument("--pool", type=Path, default=None,
-                        help="pool directory to use or create, to measure the same pool on several profiles "
-                             "(default: OUT/pool)")
-    parser.add_argument("--pool-model", type=Path, default=None,
-                        help="checkpoint guiding the evolutionary search that fills new pools after random sampling "
-                             "(default: none, unguided mutation)")
-    parser.add_argument("--pool-random", type=float, default=None,
-                        help="largest share of a new pool drawn by random sampling, 0-1 (default: as many as it finds)")
+    parser.add_argument(
+        "--pool",
+        type=Path,
+        default=None,
+        help="pool directory to use or create, to measure the same pool on several profiles (default: OUT/pool)",
+    )
+    parser.add_argument(
+        "--pool-model",
+        type=Path,
+        default=None,
+        help="checkpoint guiding the evolutionary search that fills new pools after random sampling "
+        "(default: none, unguided mutation)",
+    )
+    parser.add_argument(
+        "--pool-random",
+        type=float,
+        default=None,
+        help="largest share of a new pool drawn by random sampling, 0-1 (default: as many as it finds)",
+    )
     add_seed_option(parser)
     parser.add_argument("--batch-size", type=option(whole), default=16, help="candidates built and run per batch")
-    parser.add_argument("--max-tasks", type=option(whole), default=None, help="only the first N tasks (round-robin over networks, most work first)")
-    parser.add_argument("--include-simple-tasks", action="store_true",
-                        help="also tasks without a reduction (reshapes, elementwise)")
-    parser.add_argument("--rounds", type=option(whole), default=1,
-                        help="spend the budget in R active-learning rounds, retraining --model between them")
+    parser.add_argument(
+        "--max-tasks",
+        type=option(whole),
+        default=None,
+        help="only the first N tasks (round-robin over networks, most work first)",
+    )
+    parser.add_argument(
+        "--include-simple-tasks", action="store_true", help="also tasks without a reduction (reshapes, elementwise)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=option(whole),
+        default=1,
+        help="spend the budget in R active-learning rounds, retraining --model between them",
+    )
     parser.add_argument("--model", default="mamba", help="cost model trained between rounds (default mamba)")
     parser.add_argument("--epochs", type=option(whole), default=None, help="its training epochs (model default)")
     parser.set_defaults(handler=run)
@@ -56,17 +82,35 @@ def run(args: argparse.Namespace) -> int:
         from tcl.evaluation import load_checkpoint
 
         pool_model = load_checkpoint(args.pool_model)
-    stats = collect(profile=profile, network_names=comma_list(args.network),
-                    pool_size=args.pool_size, out_dir=args.out, sampler_name=args.sampler, budget=args.budget,
-                    pool_dir=args.pool, seed=args.seed, batch_size=args.batch_size, max_tasks=args.max_tasks,
-                    include_simple_tasks=args.include_simple_tasks, reporter=RichReporter(), rounds=args.rounds,
-                    model_name=args.model, model_options=round_model_options(args.model, args.epochs),
-                    pool_model=pool_model, pool_random=args.pool_random)
+    stats = collect(
+        profile=profile,
+        network_names=comma_list(args.network),
+        pool_size=args.pool_size,
+        out_dir=args.out,
+        sampler_name=args.sampler,
+        budget=args.budget,
+        pool_dir=args.pool,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        max_tasks=args.max_tasks,
+        include_simple_tasks=args.include_simple_tasks,
+        reporter=RichReporter(),
+        rounds=args.rounds,
+        model_name=args.model,
+        model_options=round_model_options(args.model, args.epochs),
+        pool_model=pool_model,
+        pool_random=args.pool_random,
+    )
     rate = stats.measured / stats.seconds if stats.seconds > 0 else 0.0
-    print(f"measured {stats.measured} programs ({stats.failed} failed) in {stats.seconds:.1f} s "
-          f"({rate:.2f} prog/s); {stats.skipped_done} were already measured; records in {args.out}")
+    print(
+        f"measured {stats.measured} programs ({stats.failed} failed) in {stats.seconds:.1f} s "
+        f"({rate:.2f} prog/s); {stats.skipped_done} were already measured; records in {args.out}"
+    )
     if stats.busy_measured:
-        print(f"warning: {stats.busy_measured} of them were timed while other processes used up to "
-              f"{stats.busy_cores:.1f} cores; for clean labels measure them again on an idle machine "
-              "(docs/measurement.md, Noise)", file=sys.stderr)
+        print(
+            f"warning: {stats.busy_measured} of them were timed while other processes used up to "
+            f"{stats.busy_cores:.1f} cores; for clean labels measure them again on an idle machine "
+            "(docs/measurement.md, Noise)",
+            file=sys.stderr,
+        )
     return 0

@@ -25,18 +25,24 @@ class Parser(argparse.ArgumentParser):
 _BUDGET = option(budget, float)
 _WHOLE = option(whole)
 
+
 def add_data_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
 
 
 def add_held_out_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--held-out", default="", metavar="NETWORKS",
-                        help="comma-separated networks kept out of training and scored on")
+    parser.add_argument(
+        "--held-out", default="", metavar="NETWORKS", help="comma-separated networks kept out of training and scored on"
+    )
 
 
 def add_budget_option(parser: argparse.ArgumentParser, default: float) -> None:
-    parser.add_argument("--budget", type=_BUDGET, default=default,
-                        help=f"per task: a fraction of the programs (0-1) or a whole count (default {default:g})")
+    parser.add_argument(
+        "--budget",
+        type=_BUDGET,
+        default=default,
+        help=f"per task: a fraction of the programs (0-1) or a whole count (default {default:g})",
+    )
 
 
 def add_seed_option(parser: argparse.ArgumentParser) -> None:

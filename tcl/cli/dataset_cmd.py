@@ -10,28 +10,40 @@ from tcl.cli.common import add_json_option, print_json, print_table
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("dataset", help="inspect or import measured records",
-                                   description="Inspect record directories (any tree of TVM JSONDatabases) "
-                                               "or import TenSet auto_scheduler records.")
+    parser = subparsers.add_parser(
+        "dataset",
+        help="inspect or import measured records",
+        description="Inspect record directories (any tree of TVM JSONDatabases) "
+        "or import TenSet auto_scheduler records.",
+    )
     commands = parser.add_subparsers(title="dataset commands", metavar="COMMAND", parser_class=type(parser))
-    info = commands.add_parser("info", help="tasks, programs, profiles, failures and size",
-                               description="Summarize every TVM JSONDatabase found under DIR, grouped by profile.")
+    info = commands.add_parser(
+        "info",
+        help="tasks, programs, profiles, failures and size",
+        description="Summarize every TVM JSONDatabase found under DIR, grouped by profile.",
+    )
     info.add_argument("dir", type=Path, help="record directory (searched recursively)")
     add_json_option(info)
     info.set_defaults(handler=run_info)
-    imp = commands.add_parser("import-tenset", help="convert TenSet record files (no TVM needed)",
-                              description="Convert TenSet auto_scheduler record files (one JSON line each) into a "
-                                          "record directory usable by the sequence featurizer.")
+    imp = commands.add_parser(
+        "import-tenset",
+        help="convert TenSet record files (no TVM needed)",
+        description="Convert TenSet auto_scheduler record files (one JSON line each) into a "
+        "record directory usable by the sequence featurizer.",
+    )
     imp.add_argument("path", type=Path, help="a TenSet .json record file or a directory of them")
     imp.add_argument("--out", type=Path, required=True, help="new record directory")
     imp.add_argument("--profile", default=None, help="platform name to record in the manifest")
     imp.add_argument("--target", default=None, help="keep only records of this exact target string")
     imp.set_defaults(handler=run_import)
     for name, packed, what in (("pack", True, "gzip-compress"), ("unpack", False, "expand")):
-        cmd = commands.add_parser(name, help=f"copy a record or pool directory, {what}ing its record files",
-                                  description=f"Copy DIR to a new directory and {what} its JSON-lines record, "
-                                              "workload and candidate files. tcl reads packed directories "
-                                              "as they are; TVM and `tcl collect` need unpacked ones.")
+        cmd = commands.add_parser(
+            name,
+            help=f"copy a record or pool directory, {what}ing its record files",
+            description=f"Copy DIR to a new directory and {what} its JSON-lines record, "
+            "workload and candidate files. tcl reads packed directories "
+            "as they are; TVM and `tcl collect` need unpacked ones.",
+        )
         cmd.add_argument("dir", type=Path, help="record or pool directory (copied recursively)")
         cmd.add_argument("--out", type=Path, required=True, help="new directory")
         cmd.set_defaults(handler=run_pack, packed=packed)
@@ -49,10 +61,22 @@ def run_info(args: argparse.Namespace) -> int:
     for profile, s in summary["profiles"].items():
         ppt = s["programs_per_task"]
         failures = ", ".join(f"{k} {v}" for k, v in s["failures"].items()) or "none"
-        rows.append([profile, s["tasks"], s["programs"], s["measured_ok"],
-                     f"{ppt['min']}/{ppt['median']:g}/{ppt['max']}", failures, ", ".join(s["networks"]) or "-"])
-    print_table(f"{summary['path']}: {summary['databases']} databases, {summary['bytes'] / 1e6:.1f} MB",
-                ["profile", "tasks", "programs", "ok", "per task min/median/max", "failures", "networks"], rows)
+        rows.append(
+            [
+                profile,
+                s["tasks"],
+                s["programs"],
+                s["measured_ok"],
+                f"{ppt['min']}/{ppt['median']:g}/{ppt['max']}",
+                failures,
+                ", ".join(s["networks"]) or "-",
+            ]
+        )
+    print_table(
+        f"{summary['path']}: {summary['databases']} databases, {summary['bytes'] / 1e6:.1f} MB",
+        ["profile", "tasks", "programs", "ok", "per task min/median/max", "failures", "networks"],
+        rows,
+    )
     return 0
 
 
@@ -60,8 +84,10 @@ def run_import(args: argparse.Namespace) -> int:
     from tcl.tenset import import_tenset
 
     s = import_tenset(args.path, args.out, profile=args.profile, target=args.target)
-    print(f"imported {s.records} records ({s.failed} failed) of {s.tasks} tasks from {s.files} file(s), "
-          f"target {s.target!r}, into {s.out_dir}")
+    print(
+        f"imported {s.records} records ({s.failed} failed) of {s.tasks} tasks from {s.files} file(s), "
+        f"target {s.target!r}, into {s.out_dir}"
+    )
     return 0
 
 

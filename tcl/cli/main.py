@@ -6,20 +6,47 @@ import sys
 from typing import Sequence
 
 from tcl import __version__
-from tcl.cli import (cache_cmd, collect_cmd, dataset_cmd, plugins_cmd, profiles_cmd, quickstart_cmd, run_cmd,
-                     sample_cmd, train_cmd, transfer_cmd, tune_cmd)
+from tcl.cli import (
+    cache_cmd,
+    collect_cmd,
+    dataset_cmd,
+    plugins_cmd,
+    profiles_cmd,
+    quickstart_cmd,
+    run_cmd,
+    sample_cmd,
+    train_cmd,
+    transfer_cmd,
+    tune_cmd,
+)
 from tcl.cli.common import Parser
 from tcl.errors import TclError
 
-COMMANDS = (quickstart_cmd, plugins_cmd, profiles_cmd, collect_cmd, dataset_cmd, sample_cmd, train_cmd, tune_cmd,
-            transfer_cmd, run_cmd, cache_cmd)
+COMMANDS = (
+    quickstart_cmd,
+    plugins_cmd,
+    profiles_cmd,
+    collect_cmd,
+    dataset_cmd,
+    sample_cmd,
+    train_cmd,
+    tune_cmd,
+    transfer_cmd,
+    run_cmd,
+    cache_cmd,
+)
 
 
 def build_parser() -> Parser:
     parser = Parser(prog="tcl", description="TCL: fast cross-hardware tensor program tuning on TVM MetaSchedule.")
     parser.add_argument("--version", action="version", version=f"tcl {__version__}")
-    parser.add_argument("--profiles-dir", action="append", default=[], metavar="DIR",
-                        help="extra directory of hardware profile TOML files (repeatable)")
+    parser.add_argument(
+        "--profiles-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra directory of hardware profile TOML files (repeatable)",
+    )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(subparsers)

@@ -11,9 +11,11 @@ from tcl.discovery import EXTENSION_POINTS, load_registry
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("plugins", help="list plugins by extension point",
-                                   description="List every extension point, its plugins and their providers, "
-                                               "and plugins that failed to load.")
+    parser = subparsers.add_parser(
+        "plugins",
+        help="list plugins by extension point",
+        description="List every extension point, its plugins and their providers, and plugins that failed to load.",
+    )
     add_json_option(parser)
     parser.set_defaults(handler=run)
 
@@ -41,10 +43,23 @@ def run(args: argparse.Namespace) -> int:
         print_json({"extension_points": points, "failed": failed, "unknown_hooks": unknown})
         return 0
     for point, items in points.items():
-        print_table(point.replace("_", " "), ["name", "provider", "description", "requires"],
-                    [[i["name"], i["distribution"], i["description"],
-                      ", ".join(f"{k}={v}" for k, v in i["requires"].items())] for i in items])
+        print_table(
+            point.replace("_", " "),
+            ["name", "provider", "description", "requires"],
+            [
+                [
+                    i["name"],
+                    i["distribution"],
+                    i["description"],
+                    ", ".join(f"{k}={v}" for k, v in i["requires"].items()),
+                ]
+                for i in items
+            ],
+        )
     if failed:
-        print_table("failed plugins (skipped)", ["plugin", "distribution", "error"],
-                    [[f["plugin"], f["distribution"], f["error"]] for f in failed])
+        print_table(
+            "failed plugins (skipped)",
+            ["plugin", "distribution", "error"],
+            [[f["plugin"], f["distribution"], f["error"]] for f in failed],
+        )
     return 0

@@ -10,9 +10,12 @@ from tcl.profiles import load_profiles
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("profiles", help="list hardware profiles",
-                                   description="List built-in and user hardware profiles (user ones come from "
-                                               "--profiles-dir and TCL_PROFILES_PATH).")
+    parser = subparsers.add_parser(
+        "profiles",
+        help="list hardware profiles",
+        description="List built-in and user hardware profiles (user ones come from "
+        "--profiles-dir and TCL_PROFILES_PATH).",
+    )
     add_json_option(parser)
     parser.set_defaults(handler=run)
 
@@ -22,8 +25,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"profiles": [p.as_dict() for p in profiles.values()]})
         return 0
-    print_table("hardware profiles", ["name", "backend", "threads", "target", "description"],
-                [[p.name, p.backend, p.runtime_threads, _compact(p.target), p.description] for p in profiles.values()])
+    print_table(
+        "hardware profiles",
+        ["name", "backend", "threads", "target", "description"],
+        [[p.name, p.backend, p.runtime_threads, _compact(p.target), p.description] for p in profiles.values()],
+    )
     return 0
 
 

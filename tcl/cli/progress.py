@@ -28,9 +28,14 @@ class RichReporter:
         self.total, self.started = total, time.perf_counter()
         self.status(f"measuring {total} programs of {tasks} tasks")
         if self.console.is_terminal:
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                     TextColumn("{task.fields[rate]:.2f} prog/s, {task.fields[failed]} failed"),
-                                     TimeRemainingColumn(), console=self.console)
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]:.2f} prog/s, {task.fields[failed]} failed"),
+                TimeRemainingColumn(),
+                console=self.console,
+            )
             self.progress.start()
             self.bar = self.progress.add_task("programs", total=total, rate=0.0, failed=0)
 
@@ -50,8 +55,12 @@ class RichReporter:
         elif time.perf_counter() - self.last_line > 30 or self.done == self.total:
             self.last_line = time.perf_counter()
             eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-            print(f"  {self.done}/{self.total} programs, {self.failed} failed, {rate:.2f} prog/s, "
-                  f"about {eta / 60:.1f} min left", file=sys.stderr, flush=True)
+            print(
+                f"  {self.done}/{self.total} programs, {self.failed} failed, {rate:.2f} prog/s, "
+                f"about {eta / 60:.1f} min left",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def finish(self) -> None:
         if self.progress is not None:

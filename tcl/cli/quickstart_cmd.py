@@ -21,18 +21,24 @@ SUMMARY_FILE = "quickstart.json"
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "quickstart", help="measure, distil and tune one small network on this machine (a few minutes)",
+        "quickstart",
+        help="measure, distil and tune one small network on this machine (a few minutes)",
         description="Show the plugins, load the shipped mamba model, RDU-sample and measure a small share of "
-                    "NETWORK's candidate programs on PROFILE, distil the model to this machine, then tune "
-                    "NETWORK with it and with TVM's XGBoost for the same number of trials.")
+        "NETWORK's candidate programs on PROFILE, distil the model to this machine, then tune "
+        "NETWORK with it and with TVM's XGBoost for the same number of trials.",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/quickstart"), help="working directory (resumable)")
     parser.add_argument("--profile", default="native", help="hardware profile of this machine (default native)")
     parser.add_argument("--network", default="bert-tiny", help="network whose tasks are sampled and tuned")
     parser.add_argument("--budget", type=float, default=0.1, help="share of each task's pool to measure (0.1)")
     parser.add_argument("--trials", type=int, default=32, help="measured trials per tuning method (32)")
-    parser.add_argument("--population", type=int, default=128,
-                        help="evolutionary search population per round (MetaSchedule's default is 512; smaller is "
-                             "faster on a small machine)")
+    parser.add_argument(
+        "--population",
+        type=int,
+        default=128,
+        help="evolutionary search population per round (MetaSchedule's default is 512; smaller is "
+        "faster on a small machine)",
+    )
     parser.add_argument("--teacher", type=Path, default=None, help="checkpoint to start from (the shipped mamba)")
     parser.add_argument("--pool", type=Path, default=None, help="candidate pool (data/bundled/pool)")
     add_seed_option(parser)
@@ -86,15 +92,36 @@ def run(args: argparse.Namespace) -> int:
     print(f"2. model: {teacher}")
     pool = network_pool(args.pool if args.pool is not None else default_pool(), args.network, args.out / "pool")
     print(f"3-4. measuring {args.budget:g} of {args.network}'s candidates on {profile.name} and distilling")
-    adapted = adapt(profile=profile, teacher=teacher, pool_dir=pool, out=args.out / "tcl-mamba",
-                    work_dir=args.out / "adapt", budget=args.budget, seed=args.seed, reporter=RichReporter())
+    adapted = adapt(
+        profile=profile,
+        teacher=teacher,
+        pool_dir=pool,
+        out=args.out / "tcl-mamba",
+        work_dir=args.out / "adapt",
+        budget=args.budget,
+        seed=args.seed,
+        reporter=RichReporter(),
+    )
     print(f"   measured {adapted['programs_measured']} programs, distilled in {adapted['train_s']:.1f} s")
 
     print(f"5. tuning {args.network}: distilled model vs TVM's XGBoost, {args.trials} trials each")
-    comparison = compare(["xgb", str(args.out / "tcl-mamba")], args.network, profile, args.trials, args.out / "tune",
-                         seed=args.seed, population=args.population)
-    summary = {"profile": profile.name, "network": args.network, "teacher": str(teacher), "adapt": adapted,
-               "tuning": comparison, "seconds": round(time.perf_counter() - started, 1)}
+    comparison = compare(
+        ["xgb", str(args.out / "tcl-mamba")],
+        args.network,
+        profile,
+        args.trials,
+        args.out / "tune",
+        seed=args.seed,
+        population=args.population,
+    )
+    summary = {
+        "profile": profile.name,
+        "network": args.network,
+        "teacher": str(teacher),
+        "adapt": adapted,
+        "tuning": comparison,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     write_atomic(args.out / SUMMARY_FILE, _json(summary))
     if args.json:
         print_json(summary)
@@ -102,16 +129,28 @@ def run(args: argparse.Namespace) -> int:
     columns, rows = closing_table(comparison["rows"])
     print_table(f"{args.network} on {profile.name}: tuned outputs checked against torch", columns, rows)
     print(what_it_showed(comparison["rows"]))
-    print(f"plot: {args.out / 'tune' / 'compare.png'}; summary: {args.out / SUMMARY_FILE}; took {summary['seconds']:.0f} s")
+    print(
+        f"plot: {args.out / 'tune' / 'compare.png'}; summary: {args.out / SUMMARY_FILE}; took {summary['seconds']:.0f} s"
+    )
     return 0
 
 
 def closing_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """The closing table: short headers, so it fits a 100-column terminal."""
     columns = ["method", "trials", "tune s", "to xgb best s", "net ms", "torch ms", "torch/net", "xgb/net"]
-    return columns, [[r["method"], str(r["measured_trials"]), _fmt(r["tuning_s"]), _fmt(r["time_to_baseline_best_s"]),
-                      _fmt(r["latency_ms"], 3), _fmt(r["torch_ms"], 3), _fmt(r["vs_torch"], 2),
-                      _fmt(r["latency_vs_baseline"], 2)] for r in rows]
+    return columns, [
+        [
+            r["method"],
+            str(r["measured_trials"]),
+            _fmt(r["tuning_s"]),
+            _fmt(r["time_to_baseline_best_s"]),
+            _fmt(r["latency_ms"], 3),
+            _fmt(r["torch_ms"], 3),
+            _fmt(r["vs_torch"], 2),
+            _fmt(r["latency_vs_baseline"], 2),
+        ]
+        for r in rows
+    ]
 
 
 def what_it_showed(rows: list[dict[str, Any]]) -> str:
@@ -121,10 +160,14 @@ def what_it_showed(rows: list[dict[str, Any]]) -> str:
     if reached is None:
         search = f"{ours['method']} did not reach XGB's best estimate in {ours['measured_trials']} trials"
     else:
-        search = (f"{ours['method']} reached XGB's best estimate after {reached:.0f} s, XGB after "
-                  f"{xgb['time_to_baseline_best_s']:.0f} s ({xgb['time_to_baseline_best_s'] / reached:.2f}x sooner)")
-    return (f"In short: {search}; its network runs in {ours['latency_ms']:.3f} ms against XGB's "
-            f"{xgb['latency_ms']:.3f} ms and torch eager's {ours['torch_ms']:.3f} ms.")
+        search = (
+            f"{ours['method']} reached XGB's best estimate after {reached:.0f} s, XGB after "
+            f"{xgb['time_to_baseline_best_s']:.0f} s ({xgb['time_to_baseline_best_s'] / reached:.2f}x sooner)"
+        )
+    return (
+        f"In short: {search}; its network runs in {ours['latency_ms']:.3f} ms against XGB's "
+        f"{xgb['latency_ms']:.3f} ms and torch eager's {ours['torch_ms']:.3f} ms."
+    )
 
 
 def _fmt(value: Any, digits: int = 1) -> str:

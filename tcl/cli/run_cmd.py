@@ -11,10 +11,12 @@ from typing import Any
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "run", help="run an experiment from a TOML config (configs/*.toml)",
+        "run",
+        help="run an experiment from a TOML config (configs/*.toml)",
         description="Run the experiment a TOML config describes ([experiment] kind = sampling, models, ...). "
-                    "Names of samplers and cost models are checked before any work. OUT gets "
-                    "config.resolved.json, results.json and results.png; paths in the config are relative to it.")
+        "Names of samplers and cost models are checked before any work. OUT gets "
+        "config.resolved.json, results.json and results.png; paths in the config are relative to it.",
+    )
     parser.add_argument("config", type=Path, help="experiment config (TOML)")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default: runs/<config name>)")
     parser.add_argument("--check", action="store_true", help="only validate the config")
@@ -31,8 +33,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.config}: ok")
         return 0
     out = args.out or Path("runs") / args.config.stem
-    results = run_config(args.config, out, registry=registry,
-                         progress=lambda line: print(line, file=sys.stderr, flush=True))
+    results = run_config(
+        args.config, out, registry=registry, progress=lambda line: print(line, file=sys.stderr, flush=True)
+    )
     print_rows(results.get("title", str(args.config)), results["rows"])
     if results.get("forgetting"):
         print_rows("accuracy kept on each earlier platform", results["forgetting"])
@@ -53,8 +56,12 @@ def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
         table.add_column(column)
     for row in rows:
         single = row.get("seeds") == 1  # a spread over one seed is no information
-        table.add_row(*(_cell(row.get(c), None if single else row.get(f"{c}_std"), row.get(f"{c}_low"),
-                              row.get(f"{c}_high")) for c in columns))
+        table.add_row(
+            *(
+                _cell(row.get(c), None if single else row.get(f"{c}_std"), row.get(f"{c}_low"), row.get(f"{c}_high"))
+                for c in columns
+            )
+        )
     console = Console()
     Console(width=max(console.width, 200) if not console.is_terminal else None).print(table)
 

@@ -13,24 +13,37 @@ from tcl.validation import option, whole
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "sample", help="choose a subset of measured records with a sampler (offline)",
+        "sample",
+        help="choose a subset of measured records with a sampler (offline)",
         description="Per task, choose --budget of the measured programs under DATA with a sampler and write them "
-                    "to SUBSET_DIR as a TVM JSONDatabase, to study samplers without measuring again. With "
-                    "--rounds R the budget is spent in R active-learning rounds: after each round a --model is "
-                    "trained on the recorded latencies of what was chosen and guides the next round. "
-                    "(Online sampling while measuring: tcl collect --sampler S --budget F.)")
+        "to SUBSET_DIR as a TVM JSONDatabase, to study samplers without measuring again. With "
+        "--rounds R the budget is spent in R active-learning rounds: after each round a --model is "
+        "trained on the recorded latencies of what was chosen and guides the next round. "
+        "(Online sampling while measuring: tcl collect --sampler S --budget F.)",
+    )
     parser.add_argument("--sampler", required=True, help="sampler name: rdu, rdu-r, rdu-d, rdu-u, random, all, ...")
-    parser.add_argument("--sampler-option", action="append", default=[], metavar="KEY=VALUE", type=sampler_option,
-                        help="an option of the sampler, repeatable (e.g. --sampler rdu --sampler-option w_u=0 "
-                             "for RDU without uncertainty); values are read as TOML, else as text")
+    parser.add_argument(
+        "--sampler-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        type=sampler_option,
+        help="an option of the sampler, repeatable (e.g. --sampler rdu --sampler-option w_u=0 "
+        "for RDU without uncertainty); values are read as TOML, else as text",
+    )
     add_budget_option(parser, 0.1)
     add_data_option(parser)
     parser.add_argument("--profile", default=None, help="only records of this profile")
-    parser.add_argument("--model", default=None,
-                        help="a checkpoint directory (gives embeddings and uncertainty from round 1; its model kind "
-                             "is retrained between rounds) or a cost model name trained between rounds")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="a checkpoint directory (gives embeddings and uncertainty from round 1; its model kind "
+        "is retrained between rounds) or a cost model name trained between rounds",
+    )
     parser.add_argument("--rounds", type=option(whole), default=1, help="active-learning rounds (default 1)")
-    parser.add_argument("--epochs", type=option(whole), default=None, help="training epochs between rounds (model default)")
+    parser.add_argument(
+        "--epochs", type=option(whole), default=None, help="training epochs between rounds (model default)"
+    )
     add_threads_option(parser)
     add_seed_option(parser)
     parser.add_argument("--out", type=Path, required=True, help="new directory for the subset")
@@ -84,11 +97,22 @@ def run(args: argparse.Namespace) -> int:
     model, name, options = round_model(args.model, args.epochs, args.threads)
     records = load_records(args.data, profile=args.profile).measured()
     targets = record_targets(args.data, args.profile)
-    summary = sample_offline(records, args.sampler, args.budget, args.out, model=model, seed=args.seed,
-                             sampler_options=dict(args.sampler_option),
-                             target=targets[0] if targets else None, rounds=args.rounds,
-                             model_name=name if args.rounds > 1 else None, model_options=options,
-                             progress=lambda line: print(line, file=sys.stderr, flush=True))
-    print(f"{args.sampler} chose {summary.selected} of {summary.pool} programs in {summary.tasks} tasks"
-          f"{f' in {args.rounds} rounds' if args.rounds > 1 else ''}; subset in {args.out}")
+    summary = sample_offline(
+        records,
+        args.sampler,
+        args.budget,
+        args.out,
+        model=model,
+        seed=args.seed,
+        sampler_options=dict(args.sampler_option),
+        target=targets[0] if targets else None,
+        rounds=args.rounds,
+        model_name=name if args.rounds > 1 else None,
+        model_options=options,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    print(
+        f"{args.sampler} chose {summary.selected} of {summary.pool} programs in {summary.tasks} tasks"
+        f"{f' in {args.rounds} rounds' if args.rounds > 1 else ''}; subset in {args.out}"
+    )
     return 0

@@ -7,22 +7,34 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.common import (add_data_option, add_held_out_option, add_json_option, add_seed_option,
-                            add_threads_option, comma_list, print_json, print_table)
+from tcl.cli.common import (
+    add_data_option,
+    add_held_out_option,
+    add_json_option,
+    add_seed_option,
+    add_threads_option,
+    comma_list,
+    print_json,
+    print_table,
+)
 from tcl.validation import option, whole
 
 
 def add_parser(subparsers: Any) -> None:
     train = subparsers.add_parser(
-        "train", help="train a cost model on measured records",
+        "train",
+        help="train a cost model on measured records",
         description="Train a cost model (see tcl plugins) with LambdaRank within tasks on records under DATA "
-                    "(any tree of TVM JSONDatabases). Tasks of --held-out networks are kept out for evaluation.")
+        "(any tree of TVM JSONDatabases). Tasks of --held-out networks are kept out for evaluation.",
+    )
     train.add_argument("--model", required=True, help="cost model name: mlp, tlp, mamba, xgb, or a plugin's")
     add_data_option(train)
     train.add_argument("--profile", default=None, help="only records of this profile (needed when DATA holds several)")
     train.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
     add_held_out_option(train)
-    train.add_argument("--valid-fraction", type=float, default=0.1, help="fraction of training tasks for early stopping")
+    train.add_argument(
+        "--valid-fraction", type=float, default=0.1, help="fraction of training tasks for early stopping"
+    )
     train.add_argument("--epochs", type=option(whole), default=None, help="training epochs (model default: 50)")
     train.add_argument("--batch-size", type=option(whole), default=None, help="programs per batch (model default: 512)")
     add_seed_option(train)
@@ -30,14 +42,17 @@ def add_parser(subparsers: Any) -> None:
     train.set_defaults(handler=run_train)
 
     ev = subparsers.add_parser(
-        "eval", help="score a checkpoint on measured records",
+        "eval",
+        help="score a checkpoint on measured records",
         description="Top-1/Top-5 (pooled over tasks and per network) and pairwise accuracy of a checkpoint on "
-                    "records under DATA, e.g. a directory written by plain tvm tune_tir.")
+        "records under DATA, e.g. a directory written by plain tvm tune_tir.",
+    )
     ev.add_argument("--model", type=Path, required=True, help="checkpoint directory")
     add_data_option(ev)
     ev.add_argument("--profile", default=None, help="only records of this profile")
-    ev.add_argument("--network", default="", help="comma-separated networks: only their tasks (e.g. the ones "
-                                                   "held out in training)")
+    ev.add_argument(
+        "--network", default="", help="comma-separated networks: only their tasks (e.g. the ones held out in training)"
+    )
     ev.add_argument("--per-task", action="store_true", help="also each task's own Top-1 (best / latency of the pick)")
     add_json_option(ev)
     ev.set_defaults(handler=run_eval)
@@ -67,8 +82,10 @@ def run_train(args: argparse.Namespace) -> int:
     train, valid = split_by_task(train, args.valid_fraction, seed=args.seed)
     fit_metrics = model.fit(train, valid if len(valid) else None, seed=args.seed)
     model.save(args.out)
-    print(f"trained {args.model} on {len(train.tasks)} tasks ({len(train)} programs), validated on "
-          f"{len(valid.tasks)} tasks; checkpoint in {args.out}")
+    print(
+        f"trained {args.model} on {len(train.tasks)} tasks ({len(train)} programs), validated on "
+        f"{len(valid.tasks)} tasks; checkpoint in {args.out}"
+    )
     if fit_metrics:
         print("fit: " + ", ".join(f"{k} {v:.4f}" for k, v in fit_metrics.items() if isinstance(v, float)))
     if held is not None and held.tasks:
@@ -91,24 +108,43 @@ def run_eval(args: argparse.Namespace) -> int:
     _warn_on_other_target(config, records.profile, record_cpus(args.data, args.profile), get_profile, args.profiles_dir)
     result = score_records(model, records, per_task=args.per_task, intervals=True)
     if args.json:
-        print_json({"model": str(args.model), "data": str(args.data), "pooling": "top-k pooled over tasks "
-                    "(TLP); *_per_network: mean over networks (TenSet)", **result})
+        print_json(
+            {
+                "model": str(args.model),
+                "data": str(args.data),
+                "pooling": "top-k pooled over tasks (TLP); *_per_network: mean over networks (TenSet)",
+                **result,
+            }
+        )
         return 0
     tasks = result.pop("per_task", None)
     interval, chance = result.pop("interval"), result.pop("chance")
     rows = []
     for key, value in result.items():
         low_high = interval.get(key)
-        rows.append([key, f"{value:.4f}" if isinstance(value, float) else value,
-                     f"{low_high[0]:.4f} - {low_high[1]:.4f}" if low_high else "",
-                     f"{chance[key]:.4f}" if key in chance else ""])
-    print_table(f"{config['model']} checkpoint {args.model} on {args.data}",
-                ["metric", "value", "95% interval", "random pick"], rows)
+        rows.append(
+            [
+                key,
+                f"{value:.4f}" if isinstance(value, float) else value,
+                f"{low_high[0]:.4f} - {low_high[1]:.4f}" if low_high else "",
+                f"{chance[key]:.4f}" if key in chance else "",
+            ]
+        )
+    print_table(
+        f"{config['model']} checkpoint {args.model} on {args.data}",
+        ["metric", "value", "95% interval", "random pick"],
+        rows,
+    )
     if tasks:
-        print_table("per task: best latency / latency of the model's pick", ["task", "weight", "programs", "top1"],
-                    [[t["task"], f"{t['weight']:g}", t["programs"], f"{t['top1']:.4f}"] for t in tasks])
-    print("top1/top5: pooled over tasks, weighted by task weight (TLP); *_per_network: mean over networks (TenSet); "
-          "interval: 95% bootstrap over tasks; random pick: the expected score of a random ranking")
+        print_table(
+            "per task: best latency / latency of the model's pick",
+            ["task", "weight", "programs", "top1"],
+            [[t["task"], f"{t['weight']:g}", t["programs"], f"{t['top1']:.4f}"] for t in tasks],
+        )
+    print(
+        "top1/top5: pooled over tasks, weighted by task weight (TLP); *_per_network: mean over networks (TenSet); "
+        "interval: 95% bootstrap over tasks; random pick: the expected score of a random ranking"
+    )
     return 0
 
 
@@ -117,8 +153,11 @@ def _warn_on_other_target(config: dict, records_profile: str | None, cpus: set[s
     if not trained_on:
         return
     if records_profile and records_profile != trained_on:
-        print(f"tcl: warning: the checkpoint was trained on profile {trained_on} but the records are of "
-              f"{records_profile}; expect lower accuracy (see tcl transfer)", file=sys.stderr)
+        print(
+            f"tcl: warning: the checkpoint was trained on profile {trained_on} but the records are of "
+            f"{records_profile}; expect lower accuracy (see tcl transfer)",
+            file=sys.stderr,
+        )
         return
     try:
         expected = str(get_profile(trained_on, dirs).target.get("mcpu"))
@@ -126,8 +165,11 @@ def _warn_on_other_target(config: dict, records_profile: str | None, cpus: set[s
         return
     other = sorted(c for c in cpus if c != expected)
     if other:
-        print(f"tcl: warning: the checkpoint was trained on profile {trained_on} (mcpu {expected}) but the "
-              f"records were measured for mcpu {', '.join(other)}; expect lower accuracy", file=sys.stderr)
+        print(
+            f"tcl: warning: the checkpoint was trained on profile {trained_on} (mcpu {expected}) but the "
+            f"records were measured for mcpu {', '.join(other)}; expect lower accuracy",
+            file=sys.stderr,
+        )
 
 
 def _summary(result: dict) -> str:

@@ -13,36 +13,59 @@ from tcl.cli.common import add_json_option, add_seed_option, comma_list, print_j
 
 def add_parser(subparsers: Any) -> None:
     tune = subparsers.add_parser(
-        "tune", help="tune a network end to end with a cost model",
+        "tune",
+        help="tune a network end to end with a cost model",
         description="Extract the network's tasks, tune them with MetaSchedule's task scheduler and evolutionary "
-                    "search guided by COST_MODEL, compile the network with the best schedules, check its output "
-                    "against torch and time both. Records go to OUT (a TVM JSONDatabase); rerunning the same "
-                    "command continues from them.")
-    tune.add_argument("--network", required=True,
-                      help="registered network (see tcl plugins) or path/file.py:ClassName (needs --input-shape)")
+        "search guided by COST_MODEL, compile the network with the best schedules, check its output "
+        "against torch and time both. Records go to OUT (a TVM JSONDatabase); rerunning the same "
+        "command continues from them.",
+    )
+    tune.add_argument(
+        "--network",
+        required=True,
+        help="registered network (see tcl plugins) or path/file.py:ClassName (needs --input-shape)",
+    )
     tune.add_argument("--input-shape", default=None, help="input shape of a file network, e.g. 1,3,32,32")
     tune.add_argument("--profile", required=True, help="hardware profile (see tcl profiles)")
-    tune.add_argument("--cost-model", default=None,
-                      help="checkpoint directory, xgb or random (TVM's own), or a model name with a pretrained "
-                           "checkpoint")
-    tune.add_argument("--compare", default=None,
-                      help="comma-separated methods (as --cost-model) tuned one after another and compared "
-                           "with the first")
+    tune.add_argument(
+        "--cost-model",
+        default=None,
+        help="checkpoint directory, xgb or random (TVM's own), or a model name with a pretrained checkpoint",
+    )
+    tune.add_argument(
+        "--compare",
+        default=None,
+        help="comma-separated methods (as --cost-model) tuned one after another and compared with the first",
+    )
     tune.add_argument("--trials", type=int, required=True, help="measured candidates in total, over all tasks")
-    tune.add_argument("--trials-per-round", type=int, default=None,
-                      help="candidates measured per round (default: about two rounds per task, 4..64)")
-    tune.add_argument("--population", type=int, default=512,
-                      help="evolutionary search population (MetaSchedule's default 512; smaller is faster per round)")
+    tune.add_argument(
+        "--trials-per-round",
+        type=int,
+        default=None,
+        help="candidates measured per round (default: about two rounds per task, 4..64)",
+    )
+    tune.add_argument(
+        "--population",
+        type=int,
+        default=512,
+        help="evolutionary search population (MetaSchedule's default 512; smaller is faster per round)",
+    )
     tune.add_argument("--online", action="store_true", help="fine-tune our model on the measurements as they come")
     tune.add_argument("--out", type=Path, required=True, help="output directory (records, curve, result)")
     add_seed_option(tune)
     tune.add_argument("--repeats", type=int, default=20, help="timing repeats of the final network (median)")
-    tune.add_argument("--baseline", default=None,
-                      help="with --compare: the method (as given, or its label) the others are compared "
-                           "with (default: the first)")
-    tune.add_argument("--export", type=Path, default=None,
-                      help="with --cost-model: write the compiled network to this .so library (docs/tuning.md shows "
-                           "how to load and run it with TVM's runtime)")
+    tune.add_argument(
+        "--baseline",
+        default=None,
+        help="with --compare: the method (as given, or its label) the others are compared with (default: the first)",
+    )
+    tune.add_argument(
+        "--export",
+        type=Path,
+        default=None,
+        help="with --cost-model: write the compiled network to this .so library (docs/tuning.md shows "
+        "how to load and run it with TVM's runtime)",
+    )
     add_json_option(tune)
     tune.set_defaults(handler=run_tune)
 
@@ -58,45 +81,84 @@ def run_tune(args: argparse.Namespace) -> int:
     if args.baseline is not None and args.compare is None:
         raise TclError("--baseline needs --compare")
     shape = parse_shape(args.input_shape) if args.input_shape else None
-    common = dict(seed=args.seed, input_shape=shape, trials_per_round=args.trials_per_round,
-                  population=args.population, repeats=args.repeats,
-                  profiles_dir=args.profiles_dir)
+    common = dict(
+        seed=args.seed,
+        input_shape=shape,
+        trials_per_round=args.trials_per_round,
+        population=args.population,
+        repeats=args.repeats,
+        profiles_dir=args.profiles_dir,
+    )
     if args.compare is not None:
         methods = comma_list(args.compare)
-        summary = compare(methods, args.network, args.profile, args.trials, args.out, online=args.online,
-                          baseline=args.baseline, **common)
+        summary = compare(
+            methods,
+            args.network,
+            args.profile,
+            args.trials,
+            args.out,
+            online=args.online,
+            baseline=args.baseline,
+            **common,
+        )
         if args.json:
             print_json(summary)
             return 0
-        columns = {"method": "method", "measured_trials": "trials", "tuning_s": "tune s", "estimate_ms": "est ms",
-                   "latency_ms": "e2e ms", "torch_ms": "torch ms", "vs_torch": "x torch",
-                   "time_to_baseline_best_s": "s to base", "trials_to_baseline_best": "trials to base",
-                   "search_speedup": "speedup", "latency_vs_baseline": "e2e vs base",
-                   "cost_model_s": "model s", "rounds_under_load": "loaded rounds"}
-        print_table(f"{summary['network']} on {summary['profile']}, {summary['trials']} trials; baseline "
-                    f"{summary['baseline']}", list(columns.values()),
-                    [[_fmt(row[c]) for c in columns] for row in summary["rows"]])
-        print("est: sum of task weight x best task latency; s/trials to base: to reach the baseline's final est; "
-              "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours; model s: of tune s, "
-              "in the cost model's predict and update; loaded rounds: measured while other processes took the CPU")
+        columns = {
+            "method": "method",
+            "measured_trials": "trials",
+            "tuning_s": "tune s",
+            "estimate_ms": "est ms",
+            "latency_ms": "e2e ms",
+            "torch_ms": "torch ms",
+            "vs_torch": "x torch",
+            "time_to_baseline_best_s": "s to base",
+            "trials_to_baseline_best": "trials to base",
+            "search_speedup": "speedup",
+            "latency_vs_baseline": "e2e vs base",
+            "cost_model_s": "model s",
+            "rounds_under_load": "loaded rounds",
+        }
+        print_table(
+            f"{summary['network']} on {summary['profile']}, {summary['trials']} trials; baseline {summary['baseline']}",
+            list(columns.values()),
+            [[_fmt(row[c]) for c in columns] for row in summary["rows"]],
+        )
+        print(
+            "est: sum of task weight x best task latency; s/trials to base: to reach the baseline's final est; "
+            "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours; model s: of tune s, "
+            "in the cost model's predict and update; loaded rounds: measured while other processes took the CPU"
+        )
         labels = [row["method"] for row in summary["rows"]]
-        print_table("seconds to reach each method's final estimate (-: never)", ["method", *labels],
-                    [[row["method"], *(_fmt(row["seconds_to_best_of"][other]) for other in labels)]
-                     for row in summary["rows"]])
+        print_table(
+            "seconds to reach each method's final estimate (-: never)",
+            ["method", *labels],
+            [[row["method"], *(_fmt(row["seconds_to_best_of"][other]) for other in labels)] for row in summary["rows"]],
+        )
         print(f"curves: {args.out / 'compare.png'}; all numbers: {args.out / 'compare.json'}")
         _warn_load({row["method"]: row["rounds_under_load"] for row in summary["rows"]})
         return 0
-    result = tune_network(args.network, args.profile, args.cost_model, args.trials, args.out, online=args.online,
-                          export=args.export, **common)
+    result = tune_network(
+        args.network,
+        args.profile,
+        args.cost_model,
+        args.trials,
+        args.out,
+        online=args.online,
+        export=args.export,
+        **common,
+    )
     if args.json:
         print_json(result)
         return 0
     speedup = result["torch_latency_s"] / result["latency_s"]
-    print(f"{result['network']} on {result['profile']} with {result['method']}: {result['measured_trials']} trials "
-          f"in {result['tuning_s']:.0f}s; latency {result['latency_s'] * 1e3:.4f} ms (median of {args.repeats}), "
-          f"torch eager {result['torch_latency_s'] * 1e3:.4f} ms ({speedup:.2f}x torch); "
-          f"task-weighted estimate {_fmt(result['estimate_s'] and result['estimate_s'] * 1e3)} ms; "
-          f"output matches torch (max rel. error {result['max_rel_error']:.2g})")
+    print(
+        f"{result['network']} on {result['profile']} with {result['method']}: {result['measured_trials']} trials "
+        f"in {result['tuning_s']:.0f}s; latency {result['latency_s'] * 1e3:.4f} ms (median of {args.repeats}), "
+        f"torch eager {result['torch_latency_s'] * 1e3:.4f} ms ({speedup:.2f}x torch); "
+        f"task-weighted estimate {_fmt(result['estimate_s'] and result['estimate_s'] * 1e3)} ms; "
+        f"output matches torch (max rel. error {result['max_rel_error']:.2g})"
+    )
     print(functions_line(result))
     print(f"records, curve and plot in {args.out}" + (f"; compiled library {args.export}" if args.export else ""))
     _warn_load({result["method"]: result["rounds_under_load"]})
@@ -105,17 +167,22 @@ def run_tune(args: argparse.Namespace) -> int:
 
 def functions_line(result: dict[str, Any]) -> str:
     """How many of the compiled network's functions got a tuned schedule, a default one, none."""
-    return (f"functions: {len(result['tuned_functions'])} tuned, {len(result['model_chosen_functions'])} chosen by "
-            f"the model unmeasured, {len(result['default_functions'])} default schedule, "
-            f"{len(result['unscheduled_functions'])} unscheduled")
+    return (
+        f"functions: {len(result['tuned_functions'])} tuned, {len(result['model_chosen_functions'])} chosen by "
+        f"the model unmeasured, {len(result['default_functions'])} default schedule, "
+        f"{len(result['unscheduled_functions'])} unscheduled"
+    )
 
 
 def _warn_load(rounds_under_load: dict[str, int]) -> None:
     busy = {method: n for method, n in rounds_under_load.items() if n}
     if busy:
         where = ", ".join(f"{n} of {method}'s" for method, n in busy.items())
-        print(f"warning: other processes took the CPU in {where} tuning rounds; their timings and tuning times are "
-              "suspect (docs/measurement.md, Noise)", file=sys.stderr)
+        print(
+            f"warning: other processes took the CPU in {where} tuning rounds; their timings and tuning times are "
+            "suspect (docs/measurement.md, Noise)",
+            file=sys.stderr,
+        )
 
 
 def _fmt(value: Any) -> Any:

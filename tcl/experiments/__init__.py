@@ -119,8 +119,9 @@ def prepare(config_path: Path, registry: Any) -> tuple[Any, dict[str, Any]]:
     return module, cfg
 
 
-def run_config(config_path: Path, out_dir: Path, *, registry: Any,
-               progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def run_config(
+    config_path: Path, out_dir: Path, *, registry: Any, progress: Callable[[str], None] = lambda _: None
+) -> dict[str, Any]:
     """Validate, run and write config.resolved.json, results.json and results.png."""
     from tcl.database import write_atomic
 
@@ -147,8 +148,10 @@ def plot(results: Mapping[str, Any], path: Path) -> None:
     labels = [" / ".join(str(r[k]) for k in results.get("label", ())) for r in rows]
     values = [r.get(metric, math.nan) for r in rows]
     if all(f"{metric}_low" in r for r in rows):  # a 95% interval: asymmetric bars
-        errors: Any = [[max(0.0, v - r[f"{metric}_low"]) for v, r in zip(values, rows)],
-                       [max(0.0, r[f"{metric}_high"] - v) for v, r in zip(values, rows)]]
+        errors: Any = [
+            [max(0.0, v - r[f"{metric}_low"]) for v, r in zip(values, rows)],
+            [max(0.0, r[f"{metric}_high"] - v) for v, r in zip(values, rows)],
+        ]
     else:
         errors = [r.get(f"{metric}_std", 0.0) for r in rows]
     fig, ax = plt.subplots(figsize=(max(4.0, 0.55 * len(rows) + 1.5), 4.0))

@@ -63,17 +63,22 @@ def _check_networks(key: str, data: Path, profiles: Sequence[str], held_out: Seq
             nets.update(n for t in manifest.get("tasks", ()) for n in t.get("networks", ()))
     for profile in profiles:
         if profile not in networks:
-            raise TclError(f"[experiment] {key}: no records of '{profile}' under {data}; "
-                           f"profiles there: {', '.join(sorted(networks)) or 'none'}")
+            raise TclError(
+                f"[experiment] {key}: no records of '{profile}' under {data}; "
+                f"profiles there: {', '.join(sorted(networks)) or 'none'}"
+            )
         missing = sorted(set(held_out) - networks[profile])
         if missing:
             where = "" if key == "data" else f" of {key} {data}"
-            raise TclError(f"[experiment] held_out: {', '.join(missing)} not in the {profile} records{where}; "
-                           f"networks there: {', '.join(sorted(networks[profile]))}")
+            raise TclError(
+                f"[experiment] held_out: {', '.join(missing)} not in the {profile} records{where}; "
+                f"networks there: {', '.join(sorted(networks[profile]))}"
+            )
 
 
-def map_jobs(work: Callable[..., Any], units: Sequence[tuple], labels: Sequence[str], jobs: int,
-             progress: Callable[[str], None]) -> list[Any]:
+def map_jobs(
+    work: Callable[..., Any], units: Sequence[tuple], labels: Sequence[str], jobs: int, progress: Callable[[str], None]
+) -> list[Any]:
     """``work(*unit, progress)`` for every unit, results in order. With ``jobs`` > 1, that many
     spawned processes share the units; each prints its progress to stderr behind ``[label]``
     (the parent's callback cannot cross processes)."""
@@ -81,8 +86,9 @@ def map_jobs(work: Callable[..., Any], units: Sequence[tuple], labels: Sequence[
     if jobs <= 1:
         return [work(*unit, progress) for unit in units]
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(work, *unit, functools.partial(_to_stderr, f"[{label}] "))
-                   for unit, label in zip(units, labels)]
+        futures = [
+            pool.submit(work, *unit, functools.partial(_to_stderr, f"[{label}] ")) for unit, label in zip(units, labels)
+        ]
         return [f.result() for f in futures]
 
 
@@ -106,9 +112,15 @@ def check_model(registry: Any, cfg: dict[str, Any], name: str, options: Mapping[
         raise TclError(f"options of cost model {name}: {exc}") from None
 
 
-def resolve_variants(registry: Any, cfg: dict[str, Any], point: str, table: str, names: Sequence[str],
-                     variants: Mapping[str, Any],
-                     options: Mapping[str, Any] | None = None) -> dict[str, tuple[str, dict]]:
+def resolve_variants(
+    registry: Any,
+    cfg: dict[str, Any],
+    point: str,
+    table: str,
+    names: Sequence[str],
+    variants: Mapping[str, Any],
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, tuple[str, dict]]:
     """``{name: (plugin, options)}`` for the listed names, each checked by building it once.
 
     A name is a plugin (its options from ``options[name]``) or a key of ``variants``: a table
@@ -122,14 +134,16 @@ def resolve_variants(registry: Any, cfg: dict[str, Any], point: str, table: str,
             spec = variants[name]
             if not isinstance(spec, dict) or not isinstance(spec.get("plugin"), str):
                 choices = ", ".join(registry.names(point))
-                raise TclError(f"[{table}] variants.{name} needs plugin = \"<one of {choices}>\"")
+                raise TclError(f'[{table}] variants.{name} needs plugin = "<one of {choices}>"')
             if name in registry.entries[point]:
                 raise TclError(f"[{table}] variants.{name}: a plugin has that name; give the variant another")
             chosen, kwargs = spec["plugin"], {k: v for k, v in spec.items() if k != "plugin"}
         else:
             if name not in registry.entries[point] and variants:
-                raise TclError(f"[{table}] unknown name '{name}'; plugins: {', '.join(registry.names(point))}; "
-                               f"variants: {', '.join(variants)}")
+                raise TclError(
+                    f"[{table}] unknown name '{name}'; plugins: {', '.join(registry.names(point))}; "
+                    f"variants: {', '.join(variants)}"
+                )
             chosen, kwargs = name, dict((options or {}).get(name, {}))
         plugin(registry, cfg, point, chosen)
         registry.create(point, chosen, **kwargs)
@@ -157,8 +171,16 @@ def split(cfg: Mapping[str, Any], profile: str) -> tuple[ProgramSet, ProgramSet]
     return train, held
 
 
-def fit_score(registry: Any, name: str, options: Mapping[str, Any], train: ProgramSet, held: ProgramSet,
-              seed: int, *, per_task: bool = False) -> dict[str, Any]:
+def fit_score(
+    registry: Any,
+    name: str,
+    options: Mapping[str, Any],
+    train: ProgramSet,
+    held: ProgramSet,
+    seed: int,
+    *,
+    per_task: bool = False,
+) -> dict[str, Any]:
     """Train a fresh model (no validation split: fixed epochs, best training loss kept) and
     score it on the held-out networks; ``per_task`` adds each task's Top-1 (``{name: top1}``)."""
     from tcl.evaluation import score_records
@@ -174,8 +196,9 @@ def fit_score(registry: Any, name: str, options: Mapping[str, Any], train: Progr
     return scores
 
 
-def summarize(runs: Sequence[Mapping[str, float]], metrics: Sequence[str] = METRICS,
-              extra: Sequence[str] = ("fit_s",)) -> dict[str, float]:
+def summarize(
+    runs: Sequence[Mapping[str, float]], metrics: Sequence[str] = METRICS, extra: Sequence[str] = ("fit_s",)
+) -> dict[str, float]:
     """Mean over seeds of each of ``metrics`` with its sample std (0 for one seed), and the
     mean of each of ``extra``."""
     out: dict[str, float] = {}

@@ -23,8 +23,7 @@ SCHEMA = {
     "experiment": RECORDS,
     # options: one table per model name, e.g. [models.options.mamba] epochs = 10
     # folds: 0 = held-out networks only; N >= 2 = also N-fold leave-networks-out cross-validation
-    "models": {"names": ("list[str]", ["mamba", "tlp", "mlp", "xgb"]), "options": ("table", {}),
-               "folds": ("int", 0)},
+    "models": {"names": ("list[str]", ["mamba", "tlp", "mlp", "xgb"]), "options": ("table", {}), "folds": ("int", 0)},
 }
 
 
@@ -46,8 +45,10 @@ def fold_networks(train: Any, folds: int) -> list[list[str]]:
     """The training networks dealt round-robin (sorted by name) into ``folds`` groups."""
     networks = sorted({n for task in train.tasks.values() for n in task.networks})
     if len(networks) < folds:
-        raise TclError(f"[models] folds = {folds} but the training records hold only {len(networks)} networks "
-                       f"({', '.join(networks)})")
+        raise TclError(
+            f"[models] folds = {folds} but the training records hold only {len(networks)} networks "
+            f"({', '.join(networks)})"
+        )
     return [networks[i::folds] for i in range(folds)]
 
 
@@ -69,8 +70,10 @@ def _row(predictions: Sequence[Any], fit_s: Sequence[float]) -> dict[str, Any]:
     if not first.latencies:
         raise TclError("no task with two or more programs and a successful measurement to score")
     context = {"weights": first.weights, "networks": first.networks}
-    runs = [{**{k: float(v) for k, v in evaluate(p.latencies, p.scores, **context).items() if k in METRICS},
-             "fit_s": s} for p, s in zip(predictions, fit_s)]
+    runs = [
+        {**{k: float(v) for k, v in evaluate(p.latencies, p.scores, **context).items() if k in METRICS}, "fit_s": s}
+        for p, s in zip(predictions, fit_s)
+    ]
     row = summarize(runs)
     intervals = bootstrap_intervals(first.latencies, [p.scores for p in predictions], **context)
     chance = chance_scores(first.latencies, **context)
@@ -100,10 +103,19 @@ def _one_profile(cfg: Mapping[str, Any], profile: str, progress: Callable[[str],
                 p, s = _fit_predict(registry, name, options, train, held, seed)
                 predictions.append(p)
                 fit_s.append(s)
-            rows.append({"profile": profile, "model": name, "split": "held-out", "programs": len(train),
-                         **_row(predictions, fit_s)})
-            progress(f"{profile}: {name} top1 {rows[-1]['top1']:.4f} "
-                     f"[{rows[-1]['top1_low']:.4f}, {rows[-1]['top1_high']:.4f}]")
+            rows.append(
+                {
+                    "profile": profile,
+                    "model": name,
+                    "split": "held-out",
+                    "programs": len(train),
+                    **_row(predictions, fit_s),
+                }
+            )
+            progress(
+                f"{profile}: {name} top1 {rows[-1]['top1']:.4f} "
+                f"[{rows[-1]['top1_low']:.4f}, {rows[-1]['top1_high']:.4f}]"
+            )
             if not groups:
                 continue
             predictions, fit_s = [], []
@@ -117,18 +129,32 @@ def _one_profile(cfg: Mapping[str, Any], profile: str, progress: Callable[[str],
                     seconds += s
                 predictions.append(merged)
                 fit_s.append(seconds / len(groups))
-            rows.append({"profile": profile, "model": name, "split": "cv", "programs": len(train),
-                         "folds": len(groups), **_row(predictions, fit_s)})
-            progress(f"{profile}: {name} cross-validated top1 {rows[-1]['top1']:.4f} "
-                     f"[{rows[-1]['top1_low']:.4f}, {rows[-1]['top1_high']:.4f}]")
+            rows.append(
+                {
+                    "profile": profile,
+                    "model": name,
+                    "split": "cv",
+                    "programs": len(train),
+                    "folds": len(groups),
+                    **_row(predictions, fit_s),
+                }
+            )
+            progress(
+                f"{profile}: {name} cross-validated top1 {rows[-1]['top1']:.4f} "
+                f"[{rows[-1]['top1_low']:.4f}, {rows[-1]['top1_high']:.4f}]"
+            )
     return rows
 
 
 def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     exp = cfg["experiment"]
-    per_profile = map_jobs(_one_profile, [(cfg, profile) for profile in exp["profiles"]], exp["profiles"],
-                           exp["jobs"], progress)
-    return {"rows": [row for rows in per_profile for row in rows], "metric": "top1",
-            "label": ["profile", "model", "split"],
-            "title": f"Top-1, held out: {', '.join(exp['held_out'])}" + (", and CV" if cfg["models"]["folds"] else ""),
-            "held_out": exp["held_out"]}
+    per_profile = map_jobs(
+        _one_profile, [(cfg, profile) for profile in exp["profiles"]], exp["profiles"], exp["jobs"], progress
+    )
+    return {
+        "rows": [row for rows in per_profile for row in rows],
+        "metric": "top1",
+        "label": ["profile", "model", "split"],
+        "title": f"Top-1, held out: {', '.join(exp['held_out'])}" + (", and CV" if cfg["models"]["folds"] else ""),
+        "held_out": exp["held_out"],
+    }

@@ -14,8 +14,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from tcl.experiments._common import (RECORDS, check_data, check_model, fit_score, map_jobs, model_options,
-                                     resolve_variants, split, summarize)
+from tcl.experiments._common import (
+    RECORDS,
+    check_data,
+    check_model,
+    fit_score,
+    map_jobs,
+    model_options,
+    resolve_variants,
+    split,
+    summarize,
+)
 
 SCHEMA = {
     "experiment": RECORDS,
@@ -46,12 +55,14 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
 def samplers(registry: Any, cfg: dict[str, Any]) -> dict[str, tuple[str, dict]]:
     """``{listed name: (sampler plugin, its options)}``, checked; ``all`` last when ``full``."""
     smp = cfg["sampling"]
-    return resolve_variants(registry, cfg, "samplers", "sampling", smp["samplers"] + (["all"] if smp["full"] else []),
-                            smp["variants"])
+    return resolve_variants(
+        registry, cfg, "samplers", "sampling", smp["samplers"] + (["all"] if smp["full"] else []), smp["variants"]
+    )
 
 
-def _one_profile(cfg: Mapping[str, Any], plans: Sequence[tuple], profile: str,
-                 progress: Callable[[str], None]) -> list[dict[str, Any]]:
+def _one_profile(
+    cfg: Mapping[str, Any], plans: Sequence[tuple], profile: str, progress: Callable[[str], None]
+) -> list[dict[str, Any]]:
     """The rows of one profile: every plan ``(listed name, plugin, options, budget, rounds)``
     over every seed."""
     from tcl.discovery import registry as current_registry
@@ -68,14 +79,30 @@ def _one_profile(cfg: Mapping[str, Any], plans: Sequence[tuple], profile: str,
             runs, programs = [], 0
             for seed in exp["seeds"]:
                 progress(f"{profile}: {sampler} {budget:g}, seed {seed}")
-                picks = active_learning_offline(train, registry.create("samplers", chosen, **sampler_options), budget,
-                                                rounds=rounds, model_name=name if guided else None,
-                                                model_options=options, seed=seed, progress=progress)
+                picks = active_learning_offline(
+                    train,
+                    registry.create("samplers", chosen, **sampler_options),
+                    budget,
+                    rounds=rounds,
+                    model_name=name if guided else None,
+                    model_options=options,
+                    seed=seed,
+                    progress=progress,
+                )
                 subset = train.subset(indices=picks)
                 programs = len(subset)
                 runs.append(fit_score(registry, name, options, subset, held, seed))
-            rows.append({"profile": profile, "sampler": sampler, "budget": budget, "programs": programs,
-                         "of": len(train), "held_tasks": len(held.tasks), **summarize(runs)})
+            rows.append(
+                {
+                    "profile": profile,
+                    "sampler": sampler,
+                    "budget": budget,
+                    "programs": programs,
+                    "of": len(train),
+                    "held_tasks": len(held.tasks),
+                    **summarize(runs),
+                }
+            )
             progress(f"{profile}: {sampler} top1 {rows[-1]['top1']:.4f} +- {rows[-1]['top1_std']:.4f}")
     return rows
 
@@ -83,11 +110,19 @@ def _one_profile(cfg: Mapping[str, Any], plans: Sequence[tuple], profile: str,
 def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     exp, smp = cfg["experiment"], cfg["sampling"]
     full = {"all": (1.0, 1)} if smp["full"] else {}  # the 100% row: everything in one round
-    plans = [(listed, chosen, sampler_options, *full.get(listed, (smp["budget"], smp["rounds"])))
-             for listed, (chosen, sampler_options) in samplers(registry, cfg).items()]
-    per_profile = map_jobs(_one_profile, [(cfg, plans, profile) for profile in exp["profiles"]], exp["profiles"],
-                           exp["jobs"], progress)
+    plans = [
+        (listed, chosen, sampler_options, *full.get(listed, (smp["budget"], smp["rounds"])))
+        for listed, (chosen, sampler_options) in samplers(registry, cfg).items()
+    ]
+    per_profile = map_jobs(
+        _one_profile, [(cfg, plans, profile) for profile in exp["profiles"]], exp["profiles"], exp["jobs"], progress
+    )
     name = cfg["model"]["name"]
-    return {"rows": [row for rows in per_profile for row in rows], "metric": "top1", "label": ["profile", "sampler"],
-            "title": f"{name}: Top-1 on held-out {', '.join(exp['held_out'])}",
-            "held_out": exp["held_out"], "model": name}
+    return {
+        "rows": [row for rows in per_profile for row in rows],
+        "metric": "top1",
+        "label": ["profile", "sampler"],
+        "title": f"{name}: Top-1 on held-out {', '.join(exp['held_out'])}",
+        "held_out": exp["held_out"],
+        "model": name,
+    }

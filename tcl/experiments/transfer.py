@@ -52,8 +52,9 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
 def strategies(registry: Any, cfg: dict[str, Any]) -> dict[str, tuple[str, dict]]:
     """``{listed name: (strategy plugin, its options)}``, checked."""
     tr = cfg["transfer"]
-    return resolve_variants(registry, cfg, "transfer_strategies", "transfer", tr["strategies"], tr["variants"],
-                            tr["options"])
+    return resolve_variants(
+        registry, cfg, "transfer_strategies", "transfer", tr["strategies"], tr["variants"], tr["options"]
+    )
 
 
 def _flat(row: Mapping[str, Any]) -> dict[str, float]:
@@ -63,24 +64,39 @@ def _flat(row: Mapping[str, Any]) -> dict[str, float]:
     def earlier_mean(metric: str) -> float:
         return float(np.mean([e[metric] for e in earlier])) if earlier else np.nan
 
-    return {**{m: float(target.get(m, np.nan)) for m in ("top1", "top5", "pairwise")},
-            "earlier_top1": earlier_mean("top1"), "earlier_pairwise": earlier_mean("pairwise"),
-            "train_s": float(row["train_s"]), "parameters": float(row["parameters"] or 0),
-            "programs_measured": float(row["programs_measured"])}
+    return {
+        **{m: float(target.get(m, np.nan)) for m in ("top1", "top5", "pairwise")},
+        "earlier_top1": earlier_mean("top1"),
+        "earlier_pairwise": earlier_mean("pairwise"),
+        "train_s": float(row["train_s"]),
+        "parameters": float(row["parameters"] or 0),
+        "programs_measured": float(row["programs_measured"]),
+    }
 
 
 def _kept_per_platform(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Accuracy kept on *each* earlier platform after one step (``steps``: that step's row per
     seed); the step's own row holds only their mean."""
     first = steps[0]
-    return [{"strategy": first["strategy"], "after": first["profile"], "on": platform,
-             **summarize([{m: float(step["earlier"][platform][m]) for m in ("top1", "pairwise")} for step in steps],
-                         ("top1", "pairwise"), ())}
-            for platform, scores in first["earlier"].items() if scores]
+    return [
+        {
+            "strategy": first["strategy"],
+            "after": first["profile"],
+            "on": platform,
+            **summarize(
+                [{m: float(step["earlier"][platform][m]) for m in ("top1", "pairwise")} for step in steps],
+                ("top1", "pairwise"),
+                (),
+            ),
+        }
+        for platform, scores in first["earlier"].items()
+        if scores
+    ]
 
 
-def _one_seed(cfg: Mapping[str, Any], plan: Mapping[str, tuple[str, dict]], seed: int,
-              progress: Callable[[str], None]) -> dict[str, list[dict[str, Any]]]:
+def _one_seed(
+    cfg: Mapping[str, Any], plan: Mapping[str, tuple[str, dict]], seed: int, progress: Callable[[str], None]
+) -> dict[str, list[dict[str, Any]]]:
     """Every listed strategy's sequence for one seed: ``{name: rows}`` (``plan`` as
     :func:`strategies` gives it). The first platform's model is trained once and shared by all."""
     from tcl.transfer import load_platform, run_sequence, train_base
@@ -92,11 +108,22 @@ def _one_seed(cfg: Mapping[str, Any], plan: Mapping[str, tuple[str, dict]], seed
     out = {}
     for name, (strategy, options) in plan.items():
         progress(f"{name}: {' -> '.join(exp['profiles'])}, seed {seed}")
-        rows = run_sequence(profiles=exp["profiles"], strategy=strategy, data_dir=Path(exp["data"]),
-                            budget=tr["budget"], sampler=tr["sampler"], held_out_networks=exp["held_out"],
-                            seed=seed, model=tr["model"], base_epochs=tr["base_epochs"], options=options,
-                            threads=exp["threads"], sampler_uses_model=tr["sampler_uses_model"], base=base,
-                            eval_dir=eval_dir(cfg))["rows"]
+        rows = run_sequence(
+            profiles=exp["profiles"],
+            strategy=strategy,
+            data_dir=Path(exp["data"]),
+            budget=tr["budget"],
+            sampler=tr["sampler"],
+            held_out_networks=exp["held_out"],
+            seed=seed,
+            model=tr["model"],
+            base_epochs=tr["base_epochs"],
+            options=options,
+            threads=exp["threads"],
+            sampler_uses_model=tr["sampler_uses_model"],
+            base=base,
+            eval_dir=eval_dir(cfg),
+        )["rows"]
         out[name] = [{**row, "strategy": name} if row["strategy"] == strategy else row for row in rows]
     return out
 
@@ -104,19 +131,35 @@ def _one_seed(cfg: Mapping[str, Any], plan: Mapping[str, tuple[str, dict]], seed
 def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     exp, tr = cfg["experiment"], cfg["transfer"]
     plan = strategies(registry, cfg)
-    per_seed = map_jobs(_one_seed, [(cfg, plan, seed) for seed in exp["seeds"]],
-                        [f"seed {seed}" for seed in exp["seeds"]], exp["jobs"], progress)
+    per_seed = map_jobs(
+        _one_seed,
+        [(cfg, plan, seed) for seed in exp["seeds"]],
+        [f"seed {seed}" for seed in exp["seeds"]],
+        exp["jobs"],
+        progress,
+    )
     rows, forgetting = [], []
     for strategy in tr["strategies"]:
         for i, first in enumerate(per_seed[0][strategy]):
             steps = [seed_rows[strategy][i] for seed_rows in per_seed]
-            rows.append({"strategy": first["strategy"], "profile": first["profile"],
-                         **summarize([_flat(step) for step in steps], METRICS,
-                                     ("train_s", "parameters", "programs_measured"))})
+            rows.append(
+                {
+                    "strategy": first["strategy"],
+                    "profile": first["profile"],
+                    **summarize(
+                        [_flat(step) for step in steps], METRICS, ("train_s", "parameters", "programs_measured")
+                    ),
+                }
+            )
             forgetting += _kept_per_platform(steps)
-    return {"rows": rows, "forgetting": forgetting, "metric": "top1", "label": ["strategy", "profile"],
-            "title": f"transfer {' -> '.join(exp['profiles'])}, held-out {', '.join(exp['held_out'])}, "
-                     f"{len(exp['seeds'])} seed{'s' if len(exp['seeds']) > 1 else ''}"}
+    return {
+        "rows": rows,
+        "forgetting": forgetting,
+        "metric": "top1",
+        "label": ["strategy", "profile"],
+        "title": f"transfer {' -> '.join(exp['profiles'])}, held-out {', '.join(exp['held_out'])}, "
+        f"{len(exp['seeds'])} seed{'s' if len(exp['seeds']) > 1 else ''}",
+    }
 
 
 def plot(results: Mapping[str, Any], path: Path) -> None:
@@ -131,16 +174,25 @@ def plot(results: Mapping[str, Any], path: Path) -> None:
     rows = [r for r in results["rows"] if r["strategy"] != "base"]
     strategies = list(dict.fromkeys(r["strategy"] for r in rows))
     platforms = list(dict.fromkeys(r["profile"] for r in rows))
-    panels = [("top1", "Top-1 on the new platform"), ("pairwise", "pairwise on the new platform"),
-              ("earlier_pairwise", "pairwise kept on earlier platforms")]
+    panels = [
+        ("top1", "Top-1 on the new platform"),
+        ("pairwise", "pairwise on the new platform"),
+        ("earlier_pairwise", "pairwise kept on earlier platforms"),
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8))
     width = 0.8 / len(strategies)
     for ax, (metric, title) in zip(axes, panels):
         for i, strategy in enumerate(strategies):
             found = {r["profile"]: r for r in rows if r["strategy"] == strategy}
             xs = [p + (i - (len(strategies) - 1) / 2) * width for p in range(len(platforms))]
-            ax.bar(xs, [found[p][metric] for p in platforms], width, label=strategy,
-                   yerr=[found[p][f"{metric}_std"] for p in platforms], capsize=2)
+            ax.bar(
+                xs,
+                [found[p][metric] for p in platforms],
+                width,
+                label=strategy,
+                yerr=[found[p][f"{metric}_std"] for p in platforms],
+                capsize=2,
+            )
         ax.set_xticks(range(len(platforms)), platforms)
         ax.set_title(title, fontsize=10)
         ax.set_ylim(0.5 if "pairwise" in metric else 0, 1.0)

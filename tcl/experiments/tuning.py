@@ -86,14 +86,28 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
     rows = []
     for profile in exp["profiles"]:
         for seed in exp["seeds"]:
-            result = compare(_methods(cfg), _network(cfg)[0], profile, tun["trials"],
-                             out_dir / profile / f"seed-{seed}", online=tun["online"], seed=seed,
-                             input_shape=tun["input_shape"],
-                             trials_per_round=tun["trials_per_round"], population=tun["population"],
-                             repeats=tun["repeats"], report=progress, baseline=_baseline(cfg))
+            result = compare(
+                _methods(cfg),
+                _network(cfg)[0],
+                profile,
+                tun["trials"],
+                out_dir / profile / f"seed-{seed}",
+                online=tun["online"],
+                seed=seed,
+                input_shape=tun["input_shape"],
+                trials_per_round=tun["trials_per_round"],
+                population=tun["population"],
+                repeats=tun["repeats"],
+                report=progress,
+                baseline=_baseline(cfg),
+            )
             rows.extend({"profile": profile, "seed": seed, **_flat(row)} for row in result["rows"])
-    return {"rows": rows, "metric": "latency_vs_baseline", "label": ["profile", "seed", "method"],
-            "title": f"{tun['network']}, {tun['trials']} trials: baseline ({result['baseline']}) latency / method latency"}
+    return {
+        "rows": rows,
+        "metric": "latency_vs_baseline",
+        "label": ["profile", "seed", "method"],
+        "title": f"{tun['network']}, {tun['trials']} trials: baseline ({result['baseline']}) latency / method latency",
+    }
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,10 @@ class PlainLocalBackend(HardwareBackend):
         from tvm.s_tir import meta_schedule as ms
 
         m = self.profile.measure
-        config = ms.runner.EvaluatorConfig(number=m.number, repeat=m.repeat, min_repeat_ms=m.min_repeat_ms,
-                                           enable_cpu_cache_flush=m.enable_cpu_cache_flush)
+        config = ms.runner.EvaluatorConfig(
+            number=m.number,
+            repeat=m.repeat,
+            min_repeat_ms=m.min_repeat_ms,
+            enable_cpu_cache_flush=m.enable_cpu_cache_flush,
+        )
         return ms.runner.LocalRunner(timeout_sec=m.run_timeout_s, evaluator_config=config)

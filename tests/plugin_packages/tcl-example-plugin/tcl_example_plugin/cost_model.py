@@ -11,7 +11,6 @@ import numpy as np
 from tcl.errors import TclError
 from tcl.interfaces import CostModel
 from tcl.programs import Program, ProgramSet, Task
-
 from tcl_example_plugin.featurizer import InstructionCounts
 
 
@@ -68,9 +67,13 @@ class RidgeCostModel(CostModel):
     def save(self, path: Path) -> None:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        config = {"model": self.name, "alpha": self.alpha, "profile": self.profile,
-                  "featurizer": {"name": self.featurizer.name, "version": self.featurizer.version},
-                  "weights": [float(w) for w in self._require()]}
+        config = {
+            "model": self.name,
+            "alpha": self.alpha,
+            "profile": self.profile,
+            "featurizer": {"name": self.featurizer.name, "version": self.featurizer.version},
+            "weights": [float(w) for w in self._require()],
+        }
         tmp = path / ".config.json.tmp"
         tmp.write_text(json.dumps(config) + "\n", encoding="utf-8")
         tmp.replace(path / "config.json")  # written whole or not at all
@@ -82,8 +85,10 @@ class RidgeCostModel(CostModel):
             config = json.loads(config_path.read_text(encoding="utf-8"))
             model = cls(alpha=float(config["alpha"]))
             if config["featurizer"]["version"] != model.featurizer.version:
-                raise TclError(f"{config_path}: features of version {config['featurizer']['version']}, "
-                               f"this plugin makes version {model.featurizer.version}")
+                raise TclError(
+                    f"{config_path}: features of version {config['featurizer']['version']}, "
+                    f"this plugin makes version {model.featurizer.version}"
+                )
             model.weights = np.asarray(config["weights"], dtype=np.float64)
             model.profile = config.get("profile")
         except (OSError, ValueError, KeyError, TypeError) as exc:

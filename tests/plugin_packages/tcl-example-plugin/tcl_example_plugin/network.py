@@ -12,8 +12,12 @@ def tiny_convnet() -> NetworkDefinition:
 
     torch.manual_seed(0)
     module = nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10),
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(16, 16, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(16, 10),
     ).eval()
     return NetworkDefinition(module=module, example_inputs=(torch.randn(1, 3, 32, 32),))

@@ -18,8 +18,16 @@ class EveryKthSampler(Sampler):
             raise ValueError(f"k must be 1 or more, got {k}")
         self.k = k
 
-    def select(self, task: Task, pool: Sequence[Program], budget: int, *, measured: Sequence[int] = (),
-               model: CostModel | None = None, seed: int = 0) -> list[int]:
+    def select(
+        self,
+        task: Task,
+        pool: Sequence[Program],
+        budget: int,
+        *,
+        measured: Sequence[int] = (),
+        model: CostModel | None = None,
+        seed: int = 0,
+    ) -> list[int]:
         done = set(measured)
         free = [i for i in range(len(pool)) if i not in done]
         return free[:: self.k][: max(budget, 0)]
