@@ -288,14 +288,6 @@ class CUDABackend(_BuiltinBackend):
                 "or a host with an NVIDIA GPU and driver"
             )
 
-    def _fraction(self, key: str, default: float) -> float:
-        value = self.option(key, default, kind=(int, float))
-        if not 0 <= value < 100:
-            raise TclError(
-                f"{self.profile.source}: key 'backend_options.{key}': expected a number in [0, 100), got {value!r}"
-            )
-        return float(value)
-
     def default_build_workers(self) -> int:
         from tvm.s_tir.meta_schedule.utils import cpu_count
 

@@ -243,34 +243,12 @@ class LocalEngine:
         pool = self._time_pool()
         for i in sorted(libraries):
             path, name = libraries[i]
-            future = pool.submit(
-                time_function,
-                path,
-                name,
-                device_type,
-                args_info,
-                s.number,
-                s.repeat,
-                s.min_repeat_ms,
-                s.enable_cpu_cache_flush,
-            )
-            secs, error = _outcome(future)
+            job = (path, name, device_type, args_info, s.number, s.repeat, s.min_repeat_ms, s.enable_cpu_cache_flush)
+            secs, error = _outcome(pool.submit(time_function, *job))
             if secs and s.retime_spread > 0 and max(secs) > (1 + s.retime_spread) * min(secs):
                 # repeats that disagree were disturbed: the fastest of a second try is closer to
                 # the undisturbed time
-                again, _ = _outcome(
-                    pool.submit(
-                        time_function,
-                        path,
-                        name,
-                        device_type,
-                        args_info,
-                        s.number,
-                        s.repeat,
-                        s.min_repeat_ms,
-                        s.enable_cpu_cache_flush,
-                    )
-                )
+                again, _ = _outcome(pool.submit(time_function, *job))
                 secs = list(secs) + list(again or [])
             if secs:
                 results[i] = MeasureResult(run_secs=tuple(secs))
