@@ -41,10 +41,15 @@ def test_rounds_spend_exactly_the_budget_and_repeat_per_seed(records):
     assert one_shot != picks and all(len(v) == 10 for v in one_shot.values())
 
 
-@pytest.mark.parametrize("budget, expected", [(0, 0), (1.0, 40), (500, 40), (3, 3)])
+@pytest.mark.parametrize("budget, expected", [(1.0, 40), (500, 40), (3, 3)])
 def test_budget_edges(records, budget, expected):
     picks = active_learning_offline(records, "rdu", budget, rounds=4, model_name="tlp", model_options=TINY)
     assert all(len(v) == expected for v in picks.values())
+
+
+def test_a_zero_budget_is_refused_before_any_work(records):
+    with pytest.raises(TclError, match="budget must be a fraction in"):
+        active_learning_offline(records, "rdu", 0, rounds=4, model_name="tlp", model_options=TINY)
 
 
 def test_sample_cli_rounds_write_the_subset(records, tmp_path):

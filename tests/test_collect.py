@@ -157,7 +157,7 @@ def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir,
     checkpoint = Path(__file__).parents[1] / "plugins" / "pretrained" / "x86-avx2" / "mamba"
     out = tmp_path / "records"
     proc = run_tcl(
-        *collect_args(workload_dir, out, 8, "--budget", "0", "--pool-model", str(checkpoint), "--pool-random", "0.5")
+        *collect_args(workload_dir, out, 8, "--budget", "1", "--pool-model", str(checkpoint), "--pool-random", "0.5")
     )
     assert proc.returncode == 0, proc.stderr
     (origins,) = load_pool(out / "pool").origins.values()
