@@ -191,7 +191,10 @@ def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_
 @pytest.mark.parametrize(
     "text, message",
     [
-        (TRANSFER.replace("STRATEGIES", '["kd"]'), "unknown transfer strategy 'kd'; choices: continual-kd, fine-tune"),
+        (
+            TRANSFER.replace("STRATEGIES", '["kd"]'),
+            "unknown transfer strategy 'kd'; choices: as-is, continual-kd, continual-kd-pc, fine-tune",
+        ),
         (
             TRANSFER.replace("STRATEGIES", '["scratch"]').replace("held_out =", "jobs = 0\nheld_out ="),
             "[experiment] jobs must be a whole number >= 1, got 0",
