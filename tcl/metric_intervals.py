@@ -21,8 +21,11 @@ from tcl.metrics import _clean, _pair_counts, _top_k_terms
 __all__ = ["bootstrap_intervals", "chance_scores"]
 
 
-def _task_terms(latencies: Mapping[str, Any], scores: Mapping[str, Any], ks: Sequence[int]) -> dict[str, np.ndarray]:
-    """Per task (in key order): best latency, each k's picked latency, correct/total pairs."""
+def _task_terms(
+    latencies: Mapping[str, Any], scores: Mapping[str, Any], ks: Sequence[int], *, with_pairs: bool = True
+) -> dict[str, np.ndarray]:
+    """Per task (in key order): best latency, each k's picked latency, correct/total pairs
+    (``with_pairs=False``: no pairs, which cost time quadratic in a task's programs)."""
     best, picked, correct, pairs = [], {k: [] for k in ks}, [], []
     for key in latencies:
         lat, score = _clean(latencies[key], scores[key])
@@ -30,7 +33,7 @@ def _task_terms(latencies: Mapping[str, Any], scores: Mapping[str, Any], ks: Seq
         best.append(terms[0][0] if terms[0] is not None else np.nan)
         for k, t in zip(ks, terms):
             picked[k].append(t[1] if t is not None else np.nan)
-        c, p = _pair_counts(lat, score)
+        c, p = _pair_counts(lat, score) if with_pairs else (0.0, 1)
         correct.append(c)
         pairs.append(p)
     out = {"best": np.array(best), "correct": np.array(correct), "pairs": np.array(pairs, dtype=np.float64)}
@@ -141,17 +144,8 @@ def chance_scores(
     once = np.ones((1, len(keys)))
     for _ in range(draws):
         random_scores = {k: rng.random(np.asarray(latencies[k]).size) for k in keys}
-        terms = {"best": [], **{f"picked{k}": [] for k in ks}}
-        for key in keys:
-            lat, score = _clean(latencies[key], random_scores[key])
-            for k in ks:
-                t = _top_k_terms(lat, score, k)
-                terms[f"picked{k}"].append(t[1] if t is not None else np.nan)
-            t1 = _top_k_terms(lat, score, 1)
-            terms["best"].append(t1[0] if t1 is not None else np.nan)
-        arrays = {name: np.array(v) for name, v in terms.items()}
-        arrays.update(correct=np.zeros(len(keys)), pairs=np.ones(len(keys)))
-        for name, value in _metric_rows(once, arrays, weight, member, ks).items():
+        terms = _task_terms(latencies, random_scores, ks, with_pairs=False)
+        for name, value in _metric_rows(once, terms, weight, member, ks).items():
             if name != "pairwise":
                 sums[name] = sums.get(name, 0.0) + float(value[0])
     out = {name: total / draws for name, total in sums.items()}
