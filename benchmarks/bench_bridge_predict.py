@@ -40,11 +40,12 @@ def main() -> None:
     import tvm.s_tir.meta_schedule as ms
     from tvm.s_tir.meta_schedule.runner import RunnerResult
 
-    from tcl.bridge import BridgeState
-    from tcl.database import load_records
-    from tcl.evaluation import load_checkpoint
-    from tcl.pools import generate_pool, trace_to_schedule, tune_context
-    from tcl.profiles import get_profile
+    from tcl.api.profiles import get_profile
+    from tcl.learning.evaluation import load_checkpoint
+    from tcl.measurement.candidates import generate_pool, tune_context
+    from tcl.records.database import load_records
+    from tcl.records.pools import trace_to_schedule
+    from tcl.tuning.bridge import BridgeState
 
     torch.set_num_threads(1)
     target = get_profile(args.profile).tvm_target()
@@ -91,7 +92,7 @@ def main() -> None:
 def _trace_json_times(candidates) -> dict:
     """Trace JSON of the population, TVM's ``as_json`` route against the memoized one
     (from an empty memo, then warm), side by side; checks they agree."""
-    from tcl.trace_json import TraceJson, plain_json
+    from tcl.records.trace_json import TraceJson, plain_json
 
     traces = [c.sch.trace for c in candidates]
     reference = [plain_json(t.as_json(remove_postproc=False)) for t in traces]

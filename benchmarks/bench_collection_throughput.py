@@ -6,11 +6,11 @@ Each task gets ``--programs`` candidates from tcl's pool generator (fixed seed; 
 design space holds only a few distinct programs, which are then repeated). Sides, in
 ``--order``:
 
-* ``engine``: the ``local`` backend's ``measure()`` (tcl.local_engine: build on every core,
+* ``engine``: the ``local`` backend's ``measure()`` (tcl.measurement.local_engine: build on every core,
   then time alone), what ``tcl collect`` uses; ``engine@N`` the same with N candidates per
   library (default 4);
 * ``metaschedule``: the same backend's MetaSchedule builder and ``LocalRunner``
-  (tcl.measure.measure_with), what ``measure()`` did before the engine;
+  (tcl.api.measure.measure_with), what ``measure()`` did before the engine;
 * ``tune_tir``: plain ``ms.tune_tir`` with TVM's defaults (``builder="local"``,
   ``runner="local"``, XGB model), ``--programs`` trials per task; its time includes its search.
   Its ``ok`` counts the programs that built and ran: on a busy 2-core machine TVM's default
@@ -81,7 +81,7 @@ def workloads() -> dict[str, object]:
 
 
 def candidates(mods: dict, target, programs: int) -> dict[str, list]:
-    from tcl.pools import generate_pool
+    from tcl.measurement.candidates import generate_pool
 
     out = {}
     for name, mod in mods.items():
@@ -92,7 +92,7 @@ def candidates(mods: dict, target, programs: int) -> dict[str, list]:
 
 
 def run_tcl(measure, mods: dict, pools: dict, batch: int) -> dict:
-    from tcl.machine_load import OtherLoad
+    from tcl.measurement.machine_load import OtherLoad
 
     load, worst, done, ok = OtherLoad(), 0.0, 0, 0
     start = time.perf_counter()
@@ -115,7 +115,7 @@ def run_tcl(measure, mods: dict, pools: dict, batch: int) -> dict:
 def run_tune_tir(mods: dict, target, programs: int, batch: int, build_timeout_s: float | None) -> dict:
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.machine_load import OtherLoad
+    from tcl.measurement.machine_load import OtherLoad
 
     load, done, ok = OtherLoad(), 0, 0
     start = time.perf_counter()
@@ -164,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     import tvm
     import tvm.s_tir.tensor_intrin  # noqa: F401 - any tuning process pays this once: keep it out of the timings
 
-    from tcl.measure import measure_with
-    from tcl.profiles import get_profile
+    from tcl.api.measure import measure_with
+    from tcl.api.profiles import get_profile
     from tcl_plugins.backends import LocalBackend
 
     profile = get_profile(args.profile)

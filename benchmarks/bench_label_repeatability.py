@@ -11,7 +11,7 @@ the figures are not an idle machine's, measure again).
     python benchmarks/bench_label_repeatability.py --profile x86-avx2 --side metaschedule
     python benchmarks/bench_label_repeatability.py --profile x86-avx2 --min-repeat-ms 40 --repeat 5
 
-``--side engine`` is the ``local`` backend's measuring engine (tcl.local_engine);
+``--side engine`` is the ``local`` backend's measuring engine (tcl.measurement.local_engine);
 ``--side metaschedule`` is MetaSchedule's builder and ``LocalRunner`` with the same settings.
 ``--min-repeat-ms``, ``--repeat`` and ``--number`` override the profile's ``[measure]``.
 """
@@ -29,10 +29,10 @@ import attrs
 import numpy as np
 from scipy.stats import kendalltau
 
-from tcl.database import load_records
-from tcl.machine_load import OtherLoad
-from tcl.pools import trace_to_schedule
-from tcl.profiles import get_profile
+from tcl.api.profiles import get_profile
+from tcl.measurement.machine_load import OtherLoad
+from tcl.records.database import load_records
+from tcl.records.pools import trace_to_schedule
 
 
 def log(msg: str) -> None:
@@ -66,7 +66,7 @@ def measurer(side: str, profile):
     backend = LocalBackend(profile)
     if side == "engine":
         return backend.measure, backend.close
-    from tcl.measure import measure_with
+    from tcl.api.measure import measure_with
 
     return (
         lambda mod, schedules: measure_with(backend.builder(), backend.runner(), backend.target(), mod, schedules)

@@ -10,7 +10,7 @@ TLP), at equal depth, one sequence-mixing block each:
 Measured in one process, interleaved round by round so that load from other jobs on the machine
 hits every model alike, at ``--batch`` (512: what MetaSchedule's search predicts at): a training
 step (train mode, forward, backward, grad clip 0.5, Adam) and prediction (eval mode under
-``torch.no_grad``, as ``tcl.training.predict_groups`` runs it). Each step is timed by the wall
+``torch.no_grad``, as ``tcl.learning.training.predict_groups`` runs it). Each step is timed by the wall
 clock and by the CPU time of the thread; with one torch thread (``--threads``, default 1) the
 CPU time leaves out the time other jobs hold the core, so it is the steadier of the two on a
 shared machine. Medians over all timed steps; ratios are mamba's over tlp's.

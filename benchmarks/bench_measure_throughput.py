@@ -4,7 +4,7 @@ Both sides run the same ``ms.tune_tir`` (same task, target, trial budget, batch 
 model, seed) in one process, one after the other; only ``builder=``/``runner=`` differ:
 
 * ``tcl``: the ``local`` backend of a hardware profile (persistent build worker using
-  ``tcl.measure.fast_build``, LocalRunner with the profile's EvaluatorConfig and threads);
+  ``tcl.api.measure.fast_build``, LocalRunner with the profile's EvaluatorConfig and threads);
 * ``default``: ``builder="local"``, ``runner="local"``, i.e. what a TVM user gets.
 
 Each side's time includes creating its builder and runner. ``tvm.s_tir.tensor_intrin`` is
@@ -83,7 +83,7 @@ def tune(mod, target, trials: int, per_iter: int, cost_model: str, seed: int, bu
 def bench_builders(target, candidates: list, batches: int = 2) -> dict:
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.measure import FastLocalBuilder, fast_build
+    from tcl.api.measure import FastLocalBuilder, fast_build
 
     inputs = [ms.builder.BuilderInput(sch.mod, target) for sch in candidates]
     makers = {
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     import tvm.s_tir.tensor_intrin  # noqa: F401 - paid once by any tuning process; keep it out of both timings
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.profiles import get_profile
+    from tcl.api.profiles import get_profile
     from tcl_plugins.backends import LocalBackend
 
     log(f"imports {time.perf_counter() - t0:.1f}s")

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tcl import discovery
-from tcl.evaluation import load_checkpoint
-from tcl.pools import generate_pool_with_stats, schedule_scorer
-from tcl.profiles import get_profile
-from tcl.tasks import extract_tasks
+from tcl.api import discovery
+from tcl.api.profiles import get_profile
+from tcl.learning.evaluation import load_checkpoint
+from tcl.measurement.candidates import generate_pool_with_stats, schedule_scorer
+from tcl.measurement.tasks import extract_tasks
 
 
 def main() -> None:

@@ -15,8 +15,8 @@ import json
 import numpy as np
 import torch
 
-from tcl.training import torch_threads
-from tcl.tune import _time_torch, resolve_network
+from tcl.learning.training import torch_threads
+from tcl.tuning.tune import _time_torch, resolve_network
 
 
 def main() -> None:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import torch
 
-from tcl import discovery
-from tcl.evaluation import load_checkpoint, score_records
-from tcl.transfer import load_platform, parameter_count, platform_view, select_sample, transfer_step
+from tcl.api import discovery
+from tcl.learning.evaluation import load_checkpoint, score_records
+from tcl.learning.transfer import load_platform, parameter_count, platform_view, select_sample, transfer_step
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata, spearmanr
 
-from tcl import discovery
-from tcl.database import load_records
-from tcl.feature_cache import default_cache_dir
-from tcl.programs import ProgramSet
-from tcl.training import split_by_network
+from tcl.api import discovery
+from tcl.api.programs import ProgramSet
+from tcl.learning.training import split_by_network
+from tcl.records.database import load_records
+from tcl.records.feature_cache import default_cache_dir
 
 
 def first_round(train: ProgramSet, fraction: float, seed: int) -> tuple[ProgramSet, ProgramSet]:

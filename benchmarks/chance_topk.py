@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tcl.metrics import pairwise_accuracy, top_k_score
-from tcl.transfer import load_platform
+from tcl.learning.metrics import pairwise_accuracy, top_k_score
+from tcl.learning.transfer import load_platform
 
 
 def chance(held, draws: int, seed: int) -> dict[str, float]:

@@ -15,12 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tcl import discovery
-from tcl.database import load_records
+from tcl.api import discovery
+from tcl.api.programs import ProgramSet
 from tcl.experiments._common import fit_score, summarize
-from tcl.feature_cache import default_cache_dir
-from tcl.programs import ProgramSet
-from tcl.training import split_by_network
+from tcl.learning.training import split_by_network
+from tcl.records.database import load_records
+from tcl.records.feature_cache import default_cache_dir
 
 
 def _trace_key(program) -> str:

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau
 
-from tcl.database import load_records
-from tcl.pools import program_key
+from tcl.records.database import load_records
+from tcl.records.program_keys import program_key
 
 
 def latencies_by_key(data: Path, profile: str) -> dict[str, dict[str, float]]:

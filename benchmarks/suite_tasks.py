@@ -17,10 +17,10 @@ import json
 import time
 from pathlib import Path
 
-from tcl import discovery
-from tcl.profiles import get_profile
-from tcl.splits import load_split
-from tcl.tasks import extract_tasks
+from tcl.api import discovery
+from tcl.api.profiles import get_profile
+from tcl.measurement.tasks import extract_tasks
+from tcl.records.splits import load_split
 
 
 def main() -> None:
@@ -70,7 +70,7 @@ _POOLED: set[str] = set()
 
 def _try_pools(network: str, extracted: list, target: object, size: int, pools: dict) -> None:
     """Generate a pool for each task not pooled yet; note failures and short pools."""
-    from tcl.pools import generate_pool_with_stats
+    from tcl.measurement.candidates import generate_pool_with_stats
 
     for task in extracted:
         if task.key in _POOLED:

@@ -2,10 +2,10 @@
 RPC tracker) and ``cuda`` (a GPU on this host).
 
 ``local.measure()`` (what ``tcl collect``, sampling and transfer use) goes through
-:class:`tcl.local_engine.LocalEngine`: candidates are compiled several to a library on one
+:class:`tcl.measurement.local_engine.LocalEngine`: candidates are compiled several to a library on one
 worker per core, then timed one by one in a single timing process. MetaSchedule's own tuning
 (``tcl tune``) and the other backends use :meth:`builder` and :meth:`runner`:
-:class:`tcl.measure.FastLocalBuilder` (a persistent worker pool, no ``tvm.s_tir.tensor_intrin``
+:class:`tcl.api.measure.FastLocalBuilder` (a persistent worker pool, no ``tvm.s_tir.tensor_intrin``
 import per build) and MetaSchedule's runner. Workers are created on first use and kept across
 calls; :meth:`close` stops them.
 
@@ -29,10 +29,10 @@ import os
 import socket
 from typing import Any
 
-from tcl.errors import TclError
-from tcl.hookspecs import hookimpl
-from tcl.interfaces import HardwareBackend
-from tcl.registrations import BackendRegistration
+from tcl.api.errors import TclError
+from tcl.api.hookspecs import hookimpl
+from tcl.api.interfaces import HardwareBackend
+from tcl.api.registrations import BackendRegistration
 
 _COMMON_OPTIONS = {"build_workers", "builds_per_worker"}
 
@@ -95,7 +95,7 @@ class _BuiltinBackend(HardwareBackend):
 
     def builder(self) -> Any:
         if self._builder is None:
-            from tcl.measure import FastLocalBuilder
+            from tcl.api.measure import FastLocalBuilder
 
             self._builder = FastLocalBuilder(
                 max_workers=self._positive_int("build_workers", self.default_build_workers()),
@@ -116,12 +116,12 @@ class _BuiltinBackend(HardwareBackend):
 
     def measure(self, mod: Any, schedules: Any) -> Any:
         """MetaSchedule's path with this backend's own kept builder and runner (see :meth:`close`)."""
-        from tcl.measure import measure_with
+        from tcl.api.measure import measure_with
 
         return measure_with(self.builder(), self.runner(), self.target(), mod, schedules)
 
     def evaluator_config(self) -> Any:
-        from tcl.measure import evaluator_config
+        from tcl.api.measure import evaluator_config
 
         return evaluator_config(self.profile.measure)
 
@@ -155,10 +155,10 @@ class LocalBackend(_BuiltinBackend):
         self._engine: Any = None
 
     def measure(self, mod: Any, schedules: Any) -> Any:
-        """Collection's path: :class:`tcl.local_engine.LocalEngine` (build on every core, then
+        """Collection's path: :class:`tcl.measurement.local_engine.LocalEngine` (build on every core, then
         time alone). MetaSchedule's own tuning keeps using :meth:`builder` and :meth:`runner`."""
         if self._engine is None:
-            from tcl.local_engine import EngineSettings, LocalEngine
+            from tcl.measurement.local_engine import EngineSettings, LocalEngine
 
             m = self.profile.measure
             self._engine = LocalEngine(
@@ -191,7 +191,7 @@ class LocalBackend(_BuiltinBackend):
     def _make_runner(self) -> Any:
         from tvm.s_tir.meta_schedule.runner import LocalRunner
 
-        from tcl.measure import worker_initializer
+        from tcl.api.measure import worker_initializer
 
         return LocalRunner(
             timeout_sec=float(self.profile.measure.run_timeout_s),
@@ -236,7 +236,7 @@ class RPCBackend(_BuiltinBackend):
     def _make_runner(self) -> Any:
         from tvm.s_tir.meta_schedule.runner import RPCRunner
 
-        from tcl.measure import rpc_run_evaluator, worker_initializer
+        from tcl.api.measure import rpc_run_evaluator, worker_initializer
 
         config = self.rpc_config()
         # a plain socket probe: RPCConfig.connect_tracker() leaves a thread retrying for a
@@ -296,7 +296,7 @@ class CUDABackend(_BuiltinBackend):
     def _make_runner(self) -> Any:
         from tvm.s_tir.meta_schedule.runner import LocalRunner
 
-        from tcl.measure import worker_initializer
+        from tcl.api.measure import worker_initializer
 
         env = {}
         if self.device_id:  # LocalRunner always opens device 0: remap the visible devices

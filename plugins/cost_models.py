@@ -1,7 +1,7 @@
 """Built-in cost models: ``mlp`` (Tenset-MLP), ``tlp`` (TLP), ``mamba`` (TCL's) and ``xgb``
 (TVM MetaSchedule's XGBoost model). Architectures: docs/cost-models.md.
 
-The torch models train with :func:`tcl.training.train_ranking` (LambdaRank within tasks).
+The torch models train with :func:`tcl.learning.training.train_ranking` (LambdaRank within tasks).
 ``embed`` returns the hidden state before the decoder, pooled per program (the MLP's summed
 store representation; the sequence models' mean over real steps). ``uncertainty`` is the
 spread (standard deviation) of the scores over MC-dropout passes: dropout (p=0.1) sits in the
@@ -33,12 +33,12 @@ import torch.nn.functional as F
 from torch import nn
 
 import tcl
-from tcl import metrics as tcl_metrics
-from tcl import validation
-from tcl.errors import TclError
-from tcl.interfaces import CostModel, Featurizer
-from tcl.programs import Program, ProgramSet, Task
-from tcl.training import (
+from tcl.api import validation
+from tcl.api.errors import TclError
+from tcl.api.interfaces import CostModel, Featurizer
+from tcl.api.programs import Program, ProgramSet, Task
+from tcl.learning import metrics as tcl_metrics
+from tcl.learning.training import (
     Group,
     TrainConfig,
     dataset_fingerprint,
@@ -67,7 +67,7 @@ def resolve_featurizer(featurizer: str | Featurizer) -> Featurizer:
     the built-in module while its entry point is not installed yet)."""
     if not isinstance(featurizer, str):
         return featurizer
-    from tcl.discovery import registry
+    from tcl.api.discovery import registry
 
     try:
         return registry().create("featurizers", featurizer)
@@ -84,7 +84,7 @@ def resolve_featurizer(featurizer: str | Featurizer) -> Featurizer:
 
 def _features_of(featurizer: Featurizer, records: ProgramSet, cache_dir: str | os.PathLike | None) -> dict[str, Any]:
     if cache_dir is not None:
-        from tcl.feature_cache import cached_features
+        from tcl.records.feature_cache import cached_features
 
         return dict(cached_features(featurizer, records, cache_dir))
     return {task.key: featurizer.featurize(task, progs) for task, progs in records}
@@ -429,7 +429,7 @@ class TorchCostModel(CostModel):
 
     Options (all keyword): ``featurizer`` (name or object), ``epochs``, ``lr``,
     ``weight_decay``, ``batch_size``, ``grad_clip``, ``patience``, ``device``, ``verbose``,
-    ``cache_dir`` (feature cache, see :mod:`tcl.feature_cache`), ``dropout`` (MC-dropout p),
+    ``cache_dir`` (feature cache, see :mod:`tcl.records.feature_cache`), ``dropout`` (MC-dropout p),
     ``mc_passes`` and the architecture's own options.
     """
 

@@ -66,11 +66,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tcl.errors import TclError
-from tcl.hookspecs import hookimpl
-from tcl.interfaces import Featurizer
-from tcl.programs import Program, Task
-from tcl.registrations import FeaturizerRegistration
+from tcl.api.errors import TclError
+from tcl.api.hookspecs import hookimpl
+from tcl.api.interfaces import Featurizer
+from tcl.api.programs import Program, Task
+from tcl.api.registrations import FeaturizerRegistration
 
 # ---- trace-seq ---------------------------------------------------------------------------
 
@@ -317,7 +317,7 @@ class TraceSeqFeaturizer(Featurizer):
                     rows, first_post = _tenset_rows(trace, L, tab), L
                 else:
                     if type(trace) is not list:  # a live Trace / Schedule, or TVM containers
-                        from tcl.trace_json import trace_to_json
+                        from tcl.records.trace_json import trace_to_json
 
                         trace = trace_to_json(trace if trace is not None else prog.schedule)
                     rows, first_post = _ms_rows(trace, L, tab, self._kind_info, memo)
@@ -812,10 +812,11 @@ class PerStoreFeaturizer(Featurizer):
         if ctx is None:
             import tvm.s_tir.meta_schedule as ms
 
-            from tcl.pools import _as_module, ensure_tensor_intrinsics
+            from tcl.measurement.candidates import ensure_tensor_intrinsics
+            from tcl.records.pools import as_ir_module
 
             target = self._tvm_target()
-            mod = _as_module(task.module())
+            mod = as_ir_module(task.module())
             ensure_tensor_intrinsics(target)
             tc = ms.TuneContext(mod=mod, target=target, task_name=task.name, num_threads=self.num_threads or "physical")
             args = list(ms.arg_info.ArgInfo.from_prim_func(mod["main"]))
@@ -837,7 +838,7 @@ class PerStoreFeaturizer(Featurizer):
         ):
             raise TclError(f"per-store: task {task.name} has no TVM workload (TenSet import?); use trace-seq")
         mod, tc, args = self._context(task)
-        from tcl.pools import trace_to_schedule
+        from tcl.records.pools import trace_to_schedule
 
         out: list[np.ndarray] = []
         for start in range(0, len(programs), self.batch):

@@ -6,7 +6,7 @@ That matters more than the weights: tuning tasks are defined by operator shapes,
 ResNet-18 written here yields the same convolution workloads as anyone's ResNet-18. The
 weights are random (fixed seed) because task extraction and tuning never look at them.
 
-Every factory returns a :class:`tcl.interfaces.NetworkDefinition` holding a module in eval
+Every factory returns a :class:`tcl.api.interfaces.NetworkDefinition` holding a module in eval
 mode and its example inputs (batch 1 unless asked otherwise; the ``-b8`` networks default to 8). Factories accept ``seed`` and
 ``batch_size`` keyword options, which a suite config may set.
 """
@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tcl.interfaces import NetworkDefinition
+from tcl.api.interfaces import NetworkDefinition
 
 # ---- shared building blocks ------------------------------------------------------------
 

@@ -41,10 +41,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tcl.hookspecs import hookimpl
-from tcl.interfaces import CostModel, Featurizer, Sampler
-from tcl.programs import Program, Task
-from tcl.registrations import SamplerRegistration
+from tcl.api.hookspecs import hookimpl
+from tcl.api.interfaces import CostModel, Featurizer, Sampler
+from tcl.api.programs import Program, Task
+from tcl.api.registrations import SamplerRegistration
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ class RDUSampler(Sampler):
 
                 self._featurizer = TraceSeqFeaturizer()
             else:
-                from tcl.discovery import registry
+                from tcl.api.discovery import registry
 
                 self._featurizer = registry().create("featurizers", name)
         return self._featurizer

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tcl.hookspecs import hookimpl
-from tcl.registrations import CostModelRegistration, Deferred
+from tcl.api.hookspecs import hookimpl
+from tcl.api.registrations import CostModelRegistration, Deferred
 
 IMPL = "tcl_plugins.cost_models"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tcl.hookspecs import hookimpl
-from tcl.registrations import Deferred, TransferRegistration
+from tcl.api.hookspecs import hookimpl
+from tcl.api.registrations import Deferred, TransferRegistration
 
 IMPL = "tcl_plugins.transfer"
 

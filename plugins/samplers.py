@@ -7,10 +7,10 @@ from typing import Sequence
 
 import numpy as np
 
-from tcl.hookspecs import hookimpl
-from tcl.interfaces import CostModel, Sampler
-from tcl.programs import Program, Task
-from tcl.registrations import SamplerRegistration
+from tcl.api.hookspecs import hookimpl
+from tcl.api.interfaces import CostModel, Sampler
+from tcl.api.programs import Program, Task
+from tcl.api.registrations import SamplerRegistration
 
 
 def _unmeasured(pool_size: int, measured: Sequence[int]) -> np.ndarray:

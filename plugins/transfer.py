@@ -23,7 +23,7 @@
     A fresh network of the teacher's family (or of ``model`` without a teacher) trained on
     the new sample only.
 
-All train with :func:`tcl.training.train_ranking`. Only torch cost models can be transferred:
+All train with :func:`tcl.learning.training.train_ranking`. Only torch cost models can be transferred:
 a teacher of another family or featurizer than asked (``model``, ``featurizer`` options) is
 refused with a :class:`TclError`.
 """
@@ -38,10 +38,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tcl.errors import TclError
-from tcl.interfaces import CostModel, TransferStrategy
-from tcl.programs import ProgramSet
-from tcl.training import Group, make_groups, predict_groups, train_ranking
+from tcl.api.errors import TclError
+from tcl.api.interfaces import CostModel, TransferStrategy
+from tcl.api.programs import ProgramSet
+from tcl.learning.training import Group, make_groups, predict_groups, train_ranking
 
 DISTILL_ON = ("labelled", "pool")
 
@@ -139,7 +139,7 @@ class Scratch(_Strategy):
 
     def transfer(self, teacher, target, *, valid=None, unlabelled=None, history=None, seed=0):
         if teacher is None:
-            from tcl.discovery import registry
+            from tcl.api.discovery import registry
 
             fresh = registry().create(
                 "cost_models",
@@ -398,7 +398,7 @@ class MTL(_Strategy):
 
 
 def _check_same_programs(target: ProgramSet, history: Mapping[str, ProgramSet]) -> None:
-    from tcl.pools import program_key
+    from tcl.records.program_keys import program_key
 
     wanted = {(p.task_key, program_key(p.trace)) for _t, progs in target for p in progs}
     for platform, records in history.items():

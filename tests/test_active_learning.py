@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from conftest import BUNDLED, matmul_module, run_tcl
 
-from tcl.database import RecordWriter, load_records
-from tcl.errors import TclError
-from tcl.pools import make_task
-from tcl.sampling import active_learning_offline, round_quotas, sample_offline
+from tcl.api.errors import TclError
+from tcl.learning.sampling import active_learning_offline, round_quotas, sample_offline
+from tcl.records.database import RecordWriter, load_records
+from tcl.records.pools import make_task
 
 TINY = {"epochs": 1, "batch_size": 64, "mc_passes": 2, "threads": 1, "verbose": False}
 

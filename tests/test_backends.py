@@ -23,10 +23,10 @@ from conftest import matmul_module
 
 tvm = pytest.importorskip("tvm")
 
-from tcl import hookspecs  # noqa: E402
-from tcl.errors import TclError  # noqa: E402
-from tcl.measure import classify_error, measure_with  # noqa: E402
-from tcl.profiles import load_profile_file  # noqa: E402
+from tcl.api import hookspecs  # noqa: E402
+from tcl.api.errors import TclError  # noqa: E402
+from tcl.api.measure import classify_error, measure_with  # noqa: E402
+from tcl.api.profiles import load_profile_file  # noqa: E402
 from tcl_plugins import backends  # noqa: E402
 
 HAS_CUDA = bool(tvm.cuda(0).exist)
@@ -177,7 +177,7 @@ def test_run_timeout_becomes_timeout(profile_dir: Path) -> None:
 
 
 def test_engine_isolates_a_bad_candidate_in_its_group() -> None:
-    from tcl.local_engine import EngineSettings, LocalEngine
+    from tcl.measurement.local_engine import EngineSettings, LocalEngine
 
     engine = LocalEngine(
         EngineSettings(build_workers=2, group_size=3, number=2, repeat=2, min_repeat_ms=5, runtime_threads=1)

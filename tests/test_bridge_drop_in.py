@@ -17,8 +17,8 @@ def test_plain_tune_tir_tunes_with_a_shipped_checkpoint(tmp_path):
     import tvm
     import tvm.s_tir.meta_schedule as ms
 
-    from tcl.bridge import load_cost_model
-    from tcl.measure import FastLocalBuilder
+    from tcl.api.measure import FastLocalBuilder
+    from tcl.tuning.bridge import load_cost_model
 
     cost_model = load_cost_model("mlp", profile="x86-avx2")
     assert isinstance(cost_model, ms.cost_model.CostModel)  # what ms.tune_tir checks before using it as is
@@ -43,8 +43,8 @@ def test_plain_tune_tir_tunes_with_a_shipped_checkpoint(tmp_path):
 
 
 def test_a_directory_and_a_name_load_the_same_checkpoint_and_bad_ones_say_so(tmp_path):
-    from tcl.bridge import load_cost_model
-    from tcl.errors import TclError
+    from tcl.api.errors import TclError
+    from tcl.tuning.bridge import load_cost_model
 
     assert load_cost_model(SHIPPED_MLP).state.model.name == load_cost_model("mlp", profile="x86-avx2").state.model.name
     with pytest.raises(TclError, match="not a checkpoint directory"):

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import matmul_module, run_tcl, start_tcl, wait_for_lines
 
-from tcl.database import RECORD_FILE, RecordWriter, load_records
-from tcl.pools import make_task, program_key
+from tcl.records.database import RECORD_FILE, RecordWriter, load_records
+from tcl.records.pools import make_task
+from tcl.records.program_keys import program_key
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_collect_warns_about_programs_timed_while_others_use_the_cpu(workload_di
 
 
 def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir, tmp_path):
-    from tcl.pools import load_pool
+    from tcl.records.pools import load_pool
 
     checkpoint = Path(__file__).parents[1] / "plugins" / "pretrained" / "x86-avx2" / "mamba"
     out = tmp_path / "records"

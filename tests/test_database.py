@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 from conftest import matmul_module, run_tcl
 
-from tcl.database import (
+from tcl.api.errors import TclError
+from tcl.api.programs import MeasureResult, workload_ir_json
+from tcl.measurement.candidates import ensure_tensor_intrinsics, generate_pool
+from tcl.records.database import (
     ERRORS_FILE,
     FAILED_RUN_SECS,
     MANIFEST_FILE,
@@ -23,12 +26,10 @@ from tcl.database import (
     repair_tail,
     tvm_json_dumps,
     update_manifest,
-    workload_ir_json,
     workload_name,
 )
-from tcl.errors import TclError
-from tcl.interfaces import MeasureResult
-from tcl.pools import ensure_tensor_intrinsics, generate_pool, make_task, program_key
+from tcl.records.pools import make_task
+from tcl.records.program_keys import program_key
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 
@@ -113,7 +114,7 @@ def test_tvm_reads_what_we_write(tmp_path, task_and_pool, tvm_target):
 def test_tune_tir_output_loads(tmp_path, tvm_target):
     import tvm.s_tir.meta_schedule as ms
 
-    from tcl.measure import fast_build
+    from tcl.api.measure import fast_build
 
     mod = matmul_module(16, "mm16")
     work = tmp_path / "runs" / "tune"

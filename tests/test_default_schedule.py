@@ -10,8 +10,8 @@ TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 
 
 def test_every_function_of_a_real_network_gets_a_schedule(tmp_path):
-    from tcl.profiles import get_profile
-    from tcl.tune import compile_and_check, resolve_network
+    from tcl.api.profiles import get_profile
+    from tcl.tuning.tune import compile_and_check, resolve_network
 
     _, definition = resolve_network("bert-tiny")
     profile = get_profile("x86-avx2")
@@ -25,7 +25,7 @@ def test_every_function_of_a_real_network_gets_a_schedule(tmp_path):
 def test_parallel_vectorize_schedules_a_matmul_and_keeps_its_result():
     import tvm
 
-    from tcl.default_schedule import apply_defaults, is_scheduled
+    from tcl.measurement.default_schedule import apply_defaults, is_scheduled
 
     target = tvm.target.Target(TARGET)
     mod, chosen = apply_defaults(matmul_module(64), target)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import BUNDLED, run_tcl
 
-from tcl.database import RECORD_FILE, WORKLOAD_FILE, load_records, pack_dir
-from tcl.errors import TclError
+from tcl.api.errors import TclError
+from tcl.records.database import RECORD_FILE, WORKLOAD_FILE, load_records, pack_dir
 
 BUNDLED_POOL = BUNDLED / "pool"
 PRETRAINED = Path(__file__).parent.parent / "plugins" / "pretrained" / "x86-avx2" / "mlp"
@@ -88,7 +88,7 @@ def test_cli_reports_damaged_gzip_in_one_line(tmp_path, damage):
 
 
 def test_damaged_pool_gzip_names_the_file(tmp_path):
-    from tcl.pools import load_pool
+    from tcl.records.pools import load_pool
 
     pool = Path(shutil.copytree(BUNDLED_POOL, tmp_path / "pool"))
     victim = pool / "candidates.json.gz"
@@ -167,7 +167,7 @@ def test_cli_bad_workload_index_is_one_line(tmp_path):
 
 
 def test_training_counts_invalid_records_apart_from_failed_runs(tmp_path):
-    from tcl.training import clean_records
+    from tcl.learning.training import clean_records
 
     lines = [record_line(0, [1e-4]), record_line(0, [1e10]), record_line(1, [-1.0]), record_line(1, "abc")]
     clean, counts = clean_records(load_records(write_db(tmp_path / "db", lines)))
@@ -199,8 +199,8 @@ def records_by_task(path: Path) -> dict[str, list]:
 def test_killed_import_leaves_no_directory_and_a_rerun_matches(tmp_path):
     from conftest import start_tcl, wait_for_lines
 
-    from tcl.database import TENSET_RECORD_FILE
-    from tcl.tenset import import_tenset
+    from tcl.records.database import TENSET_RECORD_FILE
+    from tcl.records.tenset import import_tenset
 
     src = big_tenset_file(tmp_path / "big.json")
     expected = records_by_task(import_tenset(src, tmp_path / "reference").out_dir)
@@ -233,7 +233,7 @@ def test_empty_tenset_file_is_an_error(tmp_path, content):
 def test_killed_sample_leaves_no_subset_and_a_rerun_matches(tmp_path):
     from conftest import start_tcl, wait_for_lines
 
-    from tcl.sampling import active_learning_offline
+    from tcl.learning.sampling import active_learning_offline
 
     args = [
         "sample",

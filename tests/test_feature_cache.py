@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import run_tcl, run_tcl_json, tcl_env
 
-from tcl.database import load_records
-from tcl.feature_cache import cache_files, cache_usage, cached_features, max_cache_bytes
-from tcl.programs import ProgramSet
-from tcl.tenset import import_tenset
+from tcl.api.programs import ProgramSet
+from tcl.records.database import load_records
+from tcl.records.feature_cache import cache_files, cache_usage, cached_features, max_cache_bytes
+from tcl.records.tenset import import_tenset
 from tcl_plugins import featurizers as fz
 
 TENSET_SAMPLE = Path(__file__).parent / "data" / "tenset_sample.json"

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from conftest import matmul_module
 
-from tcl.database import load_records
-from tcl.errors import TclError
-from tcl.feature_cache import cached_features, default_cache_dir, program_keys
-from tcl.programs import Program, ProgramSet
-from tcl.tenset import import_tenset
+from tcl.api.errors import TclError
+from tcl.api.programs import Program, ProgramSet
+from tcl.records.database import load_records
+from tcl.records.feature_cache import cached_features, default_cache_dir, program_keys
+from tcl.records.tenset import import_tenset
 from tcl_plugins import featurizers as fz
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
@@ -25,7 +25,9 @@ N_POOL = 24
 @pytest.fixture(scope="module")
 def mm():
     """(task, programs as read from disk, the live schedules) of a 64^3 matmul."""
-    from tcl.pools import generate_pool, make_task, trace_to_json
+    from tcl.measurement.candidates import generate_pool
+    from tcl.records.pools import make_task
+    from tcl.records.trace_json import trace_to_json
 
     mod = matmul_module(64, "mm64")
     schedules = generate_pool(mod, TARGET, N_POOL, seed=0)
@@ -118,8 +120,8 @@ def test_trace_seq_unknown_kinds_and_records_from_disk(mm, tmp_path):
     task, progs, schedules = mm
     import tvm
 
-    from tcl.database import RecordWriter
-    from tcl.interfaces import MeasureResult
+    from tcl.api.programs import MeasureResult
+    from tcl.records.database import RecordWriter
 
     with RecordWriter(tmp_path / "db", profile="x86-avx2") as w:
         w.add(
@@ -254,7 +256,7 @@ def test_default_cache_dir(monkeypatch, tmp_path, mm):
     monkeypatch.delenv("TCL_CACHE_DIR")
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     assert default_cache_dir() == Path.home() / ".cache" / "tcl" / "features"
-    from tcl.pools import program_key
+    from tcl.records.program_keys import program_key
 
     _, progs, _ = mm
     assert program_keys(progs[:3]) == [program_key(p.trace) for p in progs[:3]]

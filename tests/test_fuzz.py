@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tcl.database import RECORD_FILE, WORKLOAD_FILE, load_records
-from tcl.errors import TclError
+from tcl.api.errors import TclError
+from tcl.records.database import RECORD_FILE, WORKLOAD_FILE, load_records
 
 ROOT = Path(__file__).parent.parent
 FEW = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
@@ -109,7 +109,7 @@ profiles = st.fixed_dictionaries(
 
 
 def _check_profile(raw: dict) -> None:
-    from tcl.profiles import build_profile, validate_profile
+    from tcl.api.profiles import build_profile, validate_profile
 
     try:
         validate_profile(raw, "fuzz.toml")
@@ -169,7 +169,7 @@ option_edits = st.dictionaries(
 
 
 def _check_config(exp: dict, options: dict) -> None:
-    from tcl import discovery
+    from tcl.api import discovery
     from tcl.experiments import prepare
 
     lines = [

@@ -9,7 +9,7 @@ import time
 import psutil
 from conftest import foreign_busy_loop
 
-from tcl.machine_load import BUSY_CORES, OtherLoad
+from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
 
 
 def _busy_seconds() -> float:

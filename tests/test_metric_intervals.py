@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcl.metric_intervals import _membership, _metric_rows, _task_terms, bootstrap_intervals, chance_scores
-from tcl.metrics import evaluate
+from tcl.learning.metric_intervals import _membership, _metric_rows, _task_terms, bootstrap_intervals, chance_scores
+from tcl.learning.metrics import evaluate
 
 
 def _tasks(n_tasks: int, seed: int = 0, noise: float = 0.5):

@@ -9,10 +9,17 @@ import pytest
 import torch
 from torch import nn
 
-from tcl.errors import TclError
-from tcl.interfaces import NetworkDefinition
-from tcl.registrations import NetworkRegistration
-from tcl.tasks import ExtractedTask, extract_tasks, has_reduction, import_network, prepare_for_tuning, task_key
+from tcl.api.errors import TclError
+from tcl.api.interfaces import NetworkDefinition
+from tcl.api.registrations import NetworkRegistration
+from tcl.measurement.tasks import (
+    ExtractedTask,
+    extract_tasks,
+    has_reduction,
+    import_network,
+    prepare_for_tuning,
+    task_key,
+)
 from tcl_plugins import networks, register_networks
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
@@ -286,7 +293,7 @@ def test_batch_norm_after_no_conv_becomes_a_constant_scale_and_shift():
     import tvm
     from tvm import relax
 
-    from tcl.tasks import _batch_norm_to_scale_shift
+    from tcl.measurement.tasks import _batch_norm_to_scale_shift
 
     torch.manual_seed(0)
     module = PreActivation().eval()

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from conftest import BUNDLED, matmul_module, run_tcl, run_tcl_json, tcl_env
 
-from tcl import discovery
-from tcl.errors import TclError
-from tcl.programs import Program, Task
+from tcl.api import discovery
+from tcl.api.errors import TclError
+from tcl.api.programs import Program, Task
 
 
 def names(listing, point):
@@ -93,8 +93,8 @@ def test_random_sampler_is_seeded_and_excludes_measured():
 
 
 def test_third_party_backend_measures_real_candidates(install_plugin, monkeypatch):
-    from tcl.pools import generate_pool
-    from tcl.profiles import get_profile
+    from tcl.api.profiles import get_profile
+    from tcl.measurement.candidates import generate_pool
 
     monkeypatch.syspath_prepend(str(install_plugin("tcl-example-plugin")))
     registry = discovery.load_registry()
@@ -122,7 +122,7 @@ def test_third_party_backend_measures_real_candidates(install_plugin, monkeypatc
     ],
 )
 def test_a_sampler_breaking_its_contract_is_named(answer, problem):
-    from tcl.interfaces import checked_selection
+    from tcl.api.interfaces import checked_selection
 
     with pytest.raises(TclError, match=f"sampler 'odd' broke its contract: .*{problem}"):
         checked_selection("odd", answer, pool_size=10, budget=3, measured=[4])
@@ -231,7 +231,7 @@ def test_the_example_package_has_a_working_plugin_of_every_extension_point(insta
     assert config["model"] == "ridge" and config["profile"] == "x86-avx512"
     assert config["weights"] != json.loads((teacher / "config.json").read_text())["weights"]
 
-    from tcl.tasks import extract_tasks
+    from tcl.measurement.tasks import extract_tasks
 
     monkeypatch.syspath_prepend(str(site))
     network = discovery.load_registry().create("networks", "tiny-convnet")

@@ -9,22 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tcl.database import load_records
-from tcl.errors import TclError
-from tcl.pools import (
-    POOL_CANDIDATES,
-    POOL_META,
-    Pool,
-    canonical_json,
-    ensure_tensor_intrinsics,
-    generate_pool,
-    generate_pool_with_stats,
-    load_pool,
-    make_task,
-    program_key,
-    save_pool,
-    trace_to_json,
-)
+from tcl.api.errors import TclError
+from tcl.measurement.candidates import ensure_tensor_intrinsics, generate_pool, generate_pool_with_stats
+from tcl.records.database import load_records
+from tcl.records.pools import POOL_CANDIDATES, POOL_META, Pool, load_pool, make_task, save_pool
+from tcl.records.program_keys import canonical_json, program_key
+from tcl.records.trace_json import trace_to_json
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 ROOT = Path(__file__).parent.parent
@@ -128,8 +118,8 @@ def test_evolutionary_search_gathers_where_the_model_predicts_fast_programs(targ
     higher under that model than the random ones, and the pool is still deterministic."""
     import numpy as np
 
-    from tcl.evaluation import load_checkpoint
-    from tcl.pools import schedule_scorer
+    from tcl.learning.evaluation import load_checkpoint
+    from tcl.measurement.candidates import schedule_scorer
 
     model = load_checkpoint(ROOT / "plugins" / "pretrained" / "x86-avx2" / "mamba")
     mod = matmul(64)
@@ -146,7 +136,7 @@ def test_same_pool_in_another_process(target):
     code = (
         "import json, tvm\n"
         "from tests.test_pools import matmul, TARGET\n"
-        "from tcl.pools import generate_pool, program_key\n"
+        "from tcl.records.pools import generate_pool, program_key\n"
         "print(json.dumps([program_key(s) for s in generate_pool(matmul(32), TARGET, 12, seed=5, max_random=4)]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import run_tcl, run_tcl_json, tcl_env
 
-from tcl.profiles import get_profile, host_cpu_name
+from tcl.api.profiles import get_profile, host_cpu_name
 
 BUILTINS = {"x86-avx512", "x86-avx2", "x86-generic", "native", "cuda-sm90", "rpc-example"}
 
@@ -74,7 +74,7 @@ def test_bad_profile_is_one_clear_line(tmp_path, text, expected):
 
 
 def test_unknown_profile_lists_choices():
-    from tcl.errors import TclError
+    from tcl.api.errors import TclError
 
     with pytest.raises(TclError, match="unknown profile 'nope'; choices: cuda-sm90, native"):
         get_profile("nope")

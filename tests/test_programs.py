@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tcl.programs import Program, ProgramSet, Task
+from tcl.api.programs import Program, ProgramSet, Task
 
 
 def test_latency_is_the_fastest_repeat_and_labels_use_it():

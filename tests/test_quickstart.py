@@ -20,8 +20,8 @@ def test_unknown_network_and_bad_trials_fail_before_any_work(tmp_path):
 
 
 def test_network_missing_from_the_pool_is_one_line(tmp_path):
+    from tcl.api.errors import TclError
     from tcl.cli.quickstart_cmd import network_pool
-    from tcl.errors import TclError
 
     with pytest.raises(TclError, match="no tasks of mobilenet-v2; its networks: bert-tiny"):
         network_pool(BUNDLED_POOL, "mobilenet-v2", tmp_path / "pool")

@@ -22,7 +22,7 @@ def blobs(per: int = 30, centers=((0, 0), (20, 0), (0, 20), (20, 20), (10, 40)),
 
 @pytest.fixture(scope="module")
 def records():
-    from tcl.database import load_records
+    from tcl.records.database import load_records
 
     return load_records(AVX2)
 

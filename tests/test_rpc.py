@@ -101,7 +101,7 @@ def two_servers(tmp_path):
                         stderr=fh,
                     )
                 )
-        from tcl.profiles import load_profile_file
+        from tcl.api.profiles import load_profile_file
         from tcl_plugins import backends
 
         config = backends.RPCBackend(load_profile_file(profile)).rpc_config()
@@ -121,7 +121,7 @@ def test_rpc_spreads_candidates_over_every_server_of_the_key(two_servers):
     from conftest import matmul_module
     from test_backends import tiled
 
-    from tcl.profiles import load_profile_file
+    from tcl.api.profiles import load_profile_file
     from tcl_plugins import backends
 
     profile, logs = two_servers
@@ -144,8 +144,8 @@ def test_rpc_spreads_candidates_over_every_server_of_the_key(two_servers):
 def test_rpc_collection_over_two_servers_loses_and_duplicates_nothing(two_servers, tmp_path):
     from conftest import run_tcl
 
-    from tcl.database import load_records
-    from tcl.pools import program_key
+    from tcl.records.database import load_records
+    from tcl.records.program_keys import program_key
 
     profile, logs = two_servers
     out = tmp_path / "records"

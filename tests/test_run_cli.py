@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import BUNDLED, IDLE, ROOT, run_tcl, tcl_env
 
-from tcl.database import load_records
+from tcl.records.database import load_records
 
 
 def write_config(folder: Path, text: str, name: str = "exp.toml") -> Path:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import BUNDLED, run_tcl
 
-from tcl.database import load_records
-from tcl.pools import program_key
+from tcl.records.database import load_records
+from tcl.records.program_keys import program_key
 
 
 def test_rdu_subset_is_ten_percent_per_task_and_loads_in_tvm(tmp_path):

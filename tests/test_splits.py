@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tcl.errors import TclError
-from tcl.splits import load_split
+from tcl.api.errors import TclError
+from tcl.records.splits import load_split
 from tcl_plugins import register_networks
 
 SPLIT = Path(__file__).resolve().parents[1] / "data" / "split.toml"

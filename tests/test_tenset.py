@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tcl.database import (
+from tcl.api.errors import TclError
+from tcl.records.database import (
     ERRORS_FILE,
     TENSET_RECORD_FILE,
     TENSET_WORKLOAD_FILE,
@@ -19,8 +20,7 @@ from tcl.database import (
     load_records,
     read_manifest,
 )
-from tcl.errors import TclError
-from tcl.tenset import import_tenset, tenset_task_key
+from tcl.records.tenset import import_tenset, tenset_task_key
 
 SAMPLE = Path(__file__).parent / "data" / "tenset_sample.json"
 DENSE = '["08f8ff0b6af4ffbe33a2e1d65d7c2e0d", 1, 512, 1000, 512, 1000, 1, 1000]'
@@ -145,7 +145,7 @@ def test_torn_import_is_repaired(tmp_path):
 def test_no_tvm_needed(tmp_path):
     code = (
         "import sys; sys.modules['tvm'] = None\n"  # any `import tvm` now fails
-        "from tcl.tenset import import_tenset\nfrom tcl.database import load_records\n"
+        "from tcl.records.tenset import import_tenset\nfrom tcl.records.database import load_records\n"
         f"import_tenset({str(SAMPLE)!r}, {str(tmp_path / 'x')!r})\n"
         f"print(len(load_records({str(tmp_path / 'x')!r})))\n"
     )

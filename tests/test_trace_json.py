@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import matmul_module
 
-from tcl.pools import generate_pool
-from tcl.trace_json import TraceJson, plain_json
+from tcl.measurement.candidates import generate_pool
+from tcl.records.trace_json import TraceJson, plain_json
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 
@@ -64,8 +64,9 @@ def test_layout_rewrite_traces_round_trip_through_pools_and_tvm_databases(tmp_pa
     import tvm
     import tvm.s_tir.meta_schedule as ms
 
-    from tcl.database import load_records
-    from tcl.pools import load_pool, make_task, program_key, save_pool, trace_to_schedule
+    from tcl.records.database import load_records
+    from tcl.records.pools import load_pool, make_task, save_pool, trace_to_schedule
+    from tcl.records.program_keys import program_key
 
     mod = dense_module()
     schedules = generate_pool(mod, TARGET, 12, seed=0)

@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import BUNDLED, run_tcl
 
-from tcl.database import load_records
+from tcl.records.database import load_records
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import pytest
 import torch
 from conftest import BUNDLED
 
-from tcl import metrics
-from tcl.errors import TclError
-from tcl.hookspecs import hookimpl
-from tcl.interfaces import Featurizer
-from tcl.programs import Program, ProgramSet, Task
-from tcl.training import (
+from tcl.api.errors import TclError
+from tcl.api.hookspecs import hookimpl
+from tcl.api.interfaces import Featurizer
+from tcl.api.programs import Program, ProgramSet, Task
+from tcl.learning import metrics
+from tcl.learning.training import (
     StopTraining,
     clean_records,
     lambdarank_loss,
@@ -265,7 +265,7 @@ def test_failed_nan_and_single_program_tasks_are_excluded_with_counts(caplog):
     assert set(clean.tasks) == {"task0", "task1", "single"}
     fz = StoreFeaturizer()
     model = MLPCostModel(featurizer=fz, epochs=2, batch_size=16, verbose=False)
-    with caplog.at_level(logging.INFO, logger="tcl.training"):
+    with caplog.at_level(logging.INFO, logger="tcl.learning.training"):
         result = model.fit(ps, seed=0)
     assert all(p.ok for p in fz.seen) and len(fz.seen) == 24  # never featurized, never trained on
     assert result["epochs_run"] == 2
@@ -314,7 +314,7 @@ class EpochRecorder:
 
 
 def test_epoch_hook_is_called_and_can_stop_training():
-    from tcl.discovery import registry
+    from tcl.api.discovery import registry
     from tcl_plugins.cost_models import TLPCostModel
 
     ps = synthetic_records(n_tasks=3, n=16)
@@ -393,7 +393,7 @@ def small_real():
     hand-made synthetic set while the bundled records are not there."""
     records = None
     if AVX2.is_dir():
-        from tcl.database import load_records
+        from tcl.records.database import load_records
 
         loaded = load_records(AVX2)
         records = ProgramSet(profile=loaded.profile)

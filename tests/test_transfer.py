@@ -13,12 +13,13 @@ import pytest
 import torch
 from conftest import BUNDLED, run_tcl, start_tcl, wait_for_lines
 
-from tcl.database import RECORD_FILE, RecordWriter, load_records
-from tcl.evaluation import load_checkpoint
-from tcl.interfaces import MeasureResult
-from tcl.pools import load_pool, program_key, save_pool
-from tcl.profiles import get_profile
-from tcl.transfer import load_platform, run_sequence, select_sample, transfer_once, transfer_step
+from tcl.api.profiles import get_profile
+from tcl.api.programs import MeasureResult
+from tcl.learning.evaluation import load_checkpoint
+from tcl.learning.transfer import load_platform, run_sequence, select_sample, transfer_once, transfer_step
+from tcl.records.database import RECORD_FILE, RecordWriter, load_records
+from tcl.records.pools import load_pool, save_pool
+from tcl.records.program_keys import program_key
 from tcl_plugins.transfer import listwise_kl
 
 PROFILES = ("x86-avx512", "x86-avx2")
@@ -59,7 +60,7 @@ def data(tmp_path_factory):
 
 
 def tiny_teacher(train, model: str, out: Path) -> Path:
-    from tcl import discovery
+    from tcl.api import discovery
 
     arch = {"layers": 1} if model == "mamba" else {}
     teacher = discovery.registry().create("cost_models", model, epochs=1, threads=1, verbose=False, **arch)
@@ -170,13 +171,13 @@ def test_transfer_once_scores_new_and_earlier_platform(data, teacher, tmp_path):
     fired = []
 
     class Observer:
-        from tcl.hookspecs import hookimpl
+        from tcl.api.hookspecs import hookimpl
 
         @hookimpl
         def tcl_on_transfer_step(self, strategy, profile, metrics):
             fired.append((strategy, profile, dict(metrics)))
 
-    from tcl.discovery import registry
+    from tcl.api.discovery import registry
 
     observer = Observer()
     registry().manager.register(observer)

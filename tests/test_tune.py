@@ -86,7 +86,7 @@ def _tune_args(net: Path, ckpt: Path, out: Path, trials: int = 8) -> list[str]:
 
 
 def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoint, tiny_net, tmp_path):
-    from tcl.database import load_records
+    from tcl.records.database import load_records
 
     out = tmp_path / "run"
     args = _tune_args(tiny_net, checkpoint, out)
@@ -216,7 +216,7 @@ def test_tuning_config_tunes_a_file_network_named_relative_to_it(tiny_net, tmp_p
 def _candidates(n: int = 48):
     import tvm.s_tir.meta_schedule as ms
 
-    from tcl.pools import generate_pool, tune_context
+    from tcl.measurement.candidates import generate_pool, tune_context
 
     target = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
     context = tune_context(matmul_module(64), target)
@@ -225,10 +225,11 @@ def _candidates(n: int = 48):
 
 
 def test_bridge_predicts_in_the_models_order(checkpoint):
-    from tcl.bridge import BridgeCostModel
-    from tcl.evaluation import load_checkpoint
-    from tcl.pools import make_task, trace_to_json
-    from tcl.programs import Program
+    from tcl.api.programs import Program
+    from tcl.learning.evaluation import load_checkpoint
+    from tcl.records.pools import make_task
+    from tcl.records.trace_json import trace_to_json
+    from tcl.tuning.bridge import BridgeCostModel
 
     context, cands = _candidates()
     model = load_checkpoint(checkpoint, verbose=False, threads=1)
@@ -247,8 +248,8 @@ def test_bridge_predicts_in_the_models_order(checkpoint):
 def test_bridge_online_update_fine_tunes_from_the_checkpoint(checkpoint):
     from tvm.s_tir.meta_schedule.runner import RunnerResult
 
-    from tcl.bridge import BridgeState
-    from tcl.evaluation import load_checkpoint
+    from tcl.learning.evaluation import load_checkpoint
+    from tcl.tuning.bridge import BridgeState
 
     context, cands = _candidates(16)
     state = BridgeState(load_checkpoint(checkpoint, verbose=False, threads=1), online=True, epochs=2)
@@ -260,9 +261,9 @@ def test_bridge_online_update_fine_tunes_from_the_checkpoint(checkpoint):
 
 
 def test_online_needs_a_torch_model():
-    from tcl import discovery
-    from tcl.bridge import BridgeState
-    from tcl.errors import TclError
+    from tcl.api import discovery
+    from tcl.api.errors import TclError
+    from tcl.tuning.bridge import BridgeState
 
     with pytest.raises(TclError, match="cannot be fine-tuned online"):
         BridgeState(discovery.registry().create("cost_models", "xgb"), online=True)
@@ -316,7 +317,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tiny_net, tmp_path, cap
 
 
 def test_a_budget_that_cannot_reach_every_task_is_warned_about():
-    from tcl.tune import coverage_warning, default_trials_per_round
+    from tcl.tuning.tune import coverage_warning, default_trials_per_round
 
     per_round = default_trials_per_round(16, 8)
     assert per_round == 4
@@ -329,8 +330,8 @@ def test_a_budget_that_cannot_reach_every_task_is_warned_about():
 
 
 def test_curve_keeps_the_fastest_repeat_and_marks_rounds_timed_under_load(tmp_path):
-    from tcl.programs import Task
-    from tcl.tune import Curve
+    from tcl.api.programs import Task
+    from tcl.tuning.tune import Curve
 
     tasks = [Task(key="a", name="a", weight=2.0), Task(key="b", name="b", weight=1.0)]
     curve = Curve(tmp_path / "curve.json", "m", tasks, None, {}, 0)
@@ -385,7 +386,7 @@ import torch
 import tvm
 from tvm import relax
 
-from tcl.tune import resolve_network
+from tcl.tuning.tune import resolve_network
 
 path, network = sys.argv[1], sys.argv[2]
 _, definition = resolve_network(network, (4, 64))  # the same weights and input as the tuning run

@@ -14,7 +14,7 @@ import tvm
 from tvm import relax
 from tvm.script import relax as R
 
-from tcl.tvm_log import quiet_tvm_warnings
+from tcl.records.tvm_log import quiet_tvm_warnings
 
 @tvm.script.ir_module
 class Lookup:
@@ -41,7 +41,7 @@ def test_the_take_warning_is_dropped_and_other_lines_kept(tmp_path):
 
 
 def test_continuation_lines_of_a_dropped_warning_go_with_it():
-    from tcl.tvm_log import without_noise
+    from tcl.records.tvm_log import without_noise
 
     text = (
         '[1] x.cc:64: Warning: Unknown schedule rule "meta_schedule.pool_max" for target\n'

@@ -41,13 +41,13 @@ def _dir_option(parser: argparse.ArgumentParser, default: Any) -> None:
 
 
 def _cache_dir(args: argparse.Namespace) -> Path:
-    from tcl.feature_cache import default_cache_dir
+    from tcl.records.feature_cache import default_cache_dir
 
     return args.dir.expanduser() if args.dir is not None else default_cache_dir()
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from tcl.feature_cache import cache_usage, max_cache_bytes
+    from tcl.records.feature_cache import cache_usage, max_cache_bytes
 
     root = _cache_dir(args)
     files, size = cache_usage(root)
@@ -61,7 +61,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_clear(args: argparse.Namespace) -> int:
-    from tcl.feature_cache import clear
+    from tcl.records.feature_cache import clear
 
     root = _cache_dir(args)
     files, size = clear(root)

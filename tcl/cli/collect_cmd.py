@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tcl.api.validation import option, whole
 from tcl.cli.common import add_budget_option, add_seed_option, comma_list
 from tcl.cli.progress import RichReporter
-from tcl.validation import option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -72,14 +72,14 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tcl.api.profiles import get_profile
     from tcl.cli.sample_cmd import round_model_options
-    from tcl.collect import collect
-    from tcl.profiles import get_profile
+    from tcl.learning.collect import collect
 
     profile = get_profile(args.profile, args.profiles_dir)
     pool_model = None
     if args.pool_model is not None:
-        from tcl.evaluation import load_checkpoint
+        from tcl.learning.evaluation import load_checkpoint
 
         pool_model = load_checkpoint(args.pool_model)
     stats = collect(

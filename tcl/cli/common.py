@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
-from tcl.errors import TclError
-from tcl.validation import budget, option, whole
+from tcl.api.errors import TclError
+from tcl.api.validation import budget, option, whole
 
 
 class Parser(argparse.ArgumentParser):

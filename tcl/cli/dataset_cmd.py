@@ -51,7 +51,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from tcl.dataset_info import summarize
+    from tcl.records.dataset_info import summarize
 
     summary = summarize(args.dir)
     if args.json:
@@ -81,7 +81,7 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from tcl.tenset import import_tenset
+    from tcl.records.tenset import import_tenset
 
     s = import_tenset(args.path, args.out, profile=args.profile, target=args.target)
     print(
@@ -92,7 +92,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    from tcl.database import pack_dir
+    from tcl.records.database import pack_dir
 
     written = pack_dir(args.dir, args.out, packed=args.packed)
     size = sum(p.stat().st_size for p in written)

@@ -6,6 +6,7 @@ import sys
 from typing import Sequence
 
 from tcl import __version__
+from tcl.api.errors import TclError
 from tcl.cli import (
     cache_cmd,
     collect_cmd,
@@ -20,7 +21,6 @@ from tcl.cli import (
     tune_cmd,
 )
 from tcl.cli.common import Parser
-from tcl.errors import TclError
 
 COMMANDS = (
     quickstart_cmd,

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from tcl.api.discovery import EXTENSION_POINTS, load_registry
 from tcl.cli.common import add_json_option, print_json, print_table
-from tcl.discovery import EXTENSION_POINTS, load_registry
 
 
 def add_parser(subparsers: Any) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from tcl.api.profiles import load_profiles
 from tcl.cli.common import add_json_option, print_json, print_table
-from tcl.profiles import load_profiles
 
 
 def add_parser(subparsers: Any) -> None:

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 class RichReporter:
-    """Reporter for :func:`tcl.collect.collect`; plain lines when stderr is not a terminal."""
+    """Reporter for :func:`tcl.learning.collect.collect`; plain lines when stderr is not a terminal."""
 
     def __init__(self) -> None:
         self.console = Console(stderr=True)

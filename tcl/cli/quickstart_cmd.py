@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tcl.api.errors import TclError
 from tcl.cli.common import add_json_option, add_seed_option, print_json, print_table
-from tcl.errors import TclError
 
 SUMMARY_FILE = "quickstart.json"
 
@@ -48,7 +48,7 @@ def add_parser(subparsers: Any) -> None:
 
 def network_pool(pool_dir: Path, network: str, out_dir: Path) -> Path:
     """The tasks of ``network`` in the pool at ``pool_dir``, saved as their own pool."""
-    from tcl.pools import Pool, is_pool, load_pool, save_pool
+    from tcl.records.pools import Pool, is_pool, load_pool, save_pool
 
     if is_pool(out_dir):
         return out_dir
@@ -65,7 +65,7 @@ def network_pool(pool_dir: Path, network: str, out_dir: Path) -> Path:
 
 
 def plugin_rows() -> list[list[Any]]:
-    from tcl import discovery
+    from tcl.api import discovery
 
     registry = discovery.registry()
     kinds = ("samplers", "cost_models", "transfer_strategies", "hardware_backends", "featurizers", "networks")
@@ -73,13 +73,13 @@ def plugin_rows() -> list[list[Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tcl import discovery
+    from tcl.api import discovery
+    from tcl.api.profiles import get_profile
     from tcl.cli.progress import RichReporter
     from tcl.cli.transfer_cmd import default_pool, default_teacher
-    from tcl.database import write_atomic
-    from tcl.profiles import get_profile
-    from tcl.transfer import adapt
-    from tcl.tune import compare
+    from tcl.learning.transfer import adapt
+    from tcl.records.database import write_atomic
+    from tcl.tuning.tune import compare
 
     if args.trials < 1:
         raise TclError(f"--trials must be at least 1, got {args.trials}")

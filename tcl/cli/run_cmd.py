@@ -24,7 +24,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tcl import discovery
+    from tcl.api import discovery
     from tcl.experiments import prepare, run_config
 
     registry = discovery.registry()

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tcl.api.validation import option, whole
 from tcl.cli.common import add_budget_option, add_data_option, add_seed_option, add_threads_option
-from tcl.validation import option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -76,8 +76,8 @@ def round_model_options(name: str, epochs: int | None, threads: int = 1) -> dict
 
 def round_model(spec: str | None, epochs: int | None, threads: int) -> tuple[Any, str | None, dict[str, Any]]:
     """(round-1 model, model name trained between rounds, its options) from ``--model``."""
-    from tcl import discovery
-    from tcl.evaluation import checkpoint_config, load_checkpoint
+    from tcl.api import discovery
+    from tcl.learning.evaluation import checkpoint_config, load_checkpoint
 
     if spec is None:
         return None, None, {}
@@ -90,9 +90,9 @@ def round_model(spec: str | None, epochs: int | None, threads: int) -> tuple[Any
 
 
 def run(args: argparse.Namespace) -> int:
-    from tcl.database import load_records
-    from tcl.evaluation import record_targets
-    from tcl.sampling import sample_offline
+    from tcl.learning.evaluation import record_targets
+    from tcl.learning.sampling import sample_offline
+    from tcl.records.database import load_records
 
     model, name, options = round_model(args.model, args.epochs, args.threads)
     records = load_records(args.data, profile=args.profile).measured()

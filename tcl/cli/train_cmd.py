@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tcl.api.validation import option, whole
 from tcl.cli.common import (
     add_data_option,
     add_held_out_option,
@@ -17,7 +18,6 @@ from tcl.cli.common import (
     print_json,
     print_table,
 )
-from tcl.validation import option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -69,10 +69,10 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from tcl import discovery
-    from tcl.database import load_records
-    from tcl.evaluation import require_checkpoint_dir, score_records
-    from tcl.training import clean_records, split_by_network, split_by_task
+    from tcl.api import discovery
+    from tcl.learning.evaluation import require_checkpoint_dir, score_records
+    from tcl.learning.training import clean_records, split_by_network, split_by_task
+    from tcl.records.database import load_records
 
     require_checkpoint_dir(args.out)
     model = discovery.registry().create("cost_models", args.model, **_model_options(args))
@@ -95,10 +95,10 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from tcl.database import load_records
-    from tcl.evaluation import checkpoint_config, load_checkpoint, record_cpus, score_records
-    from tcl.profiles import get_profile
-    from tcl.training import split_by_network
+    from tcl.api.profiles import get_profile
+    from tcl.learning.evaluation import checkpoint_config, load_checkpoint, record_cpus, score_records
+    from tcl.learning.training import split_by_network
+    from tcl.records.database import load_records
 
     config = checkpoint_config(args.model)
     model = load_checkpoint(args.model)

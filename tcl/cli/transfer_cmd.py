@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tcl.api.errors import TclError
+from tcl.api.validation import option, whole
 from tcl.cli.common import (
     add_budget_option,
     add_data_option,
@@ -17,8 +19,6 @@ from tcl.cli.common import (
     comma_list,
     print_json,
 )
-from tcl.errors import TclError
-from tcl.validation import option, whole
 
 DEFAULT_TEACHER = ("x86-avx2", "mamba")  # plugins/pretrained/<profile>/<model>
 
@@ -104,7 +104,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_transfer(args: argparse.Namespace) -> int:
-    from tcl.transfer import transfer_once
+    from tcl.learning.transfer import transfer_once
 
     held_out = comma_list(args.held_out)
     result = transfer_once(
@@ -145,7 +145,7 @@ def _package_dir(package: str, *parts: str) -> Path | None:
 
 
 def default_teacher() -> Path:
-    from tcl.tune import pretrained_dir
+    from tcl.tuning.pretrained import pretrained_dir
 
     path = pretrained_dir(*DEFAULT_TEACHER)
     if path is None or not (path / "config.json").is_file():
@@ -156,7 +156,7 @@ def default_teacher() -> Path:
 
 
 def default_pool() -> Path:
-    from tcl.pools import is_pool
+    from tcl.records.pools import is_pool
 
     source = _package_dir("tcl")
     path = source.parent / "data" / "bundled" / "pool" if source is not None else None
@@ -168,9 +168,9 @@ def default_pool() -> Path:
 
 
 def run_adapt(args: argparse.Namespace) -> int:
+    from tcl.api.profiles import get_profile
     from tcl.cli.progress import RichReporter
-    from tcl.profiles import get_profile
-    from tcl.transfer import adapt
+    from tcl.learning.transfer import adapt
 
     profile = get_profile(args.profile, args.profiles_dir)
     teacher = args.teacher if args.teacher is not None else default_teacher()

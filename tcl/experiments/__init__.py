@@ -21,8 +21,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from tcl import validation
-from tcl.errors import TclError
+from tcl.api import validation
+from tcl.api.errors import TclError
 
 REQUIRED = object()
 _TYPES: dict[str, Callable[[Any], bool]] = {
@@ -123,7 +123,7 @@ def run_config(
     config_path: Path, out_dir: Path, *, registry: Any, progress: Callable[[str], None] = lambda _: None
 ) -> dict[str, Any]:
     """Validate, run and write config.resolved.json, results.json and results.png."""
-    from tcl.database import write_atomic
+    from tcl.records.database import write_atomic
 
     module, cfg = prepare(config_path, registry)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -13,9 +13,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from tcl.errors import TclError
+from tcl.api.errors import TclError
+from tcl.api.programs import ProgramSet
 from tcl.experiments import REQUIRED
-from tcl.programs import ProgramSet
 
 EXPERIMENT = {
     "kind": ("str", REQUIRED),
@@ -53,7 +53,7 @@ def check_data(cfg: Mapping[str, Any]) -> None:
 
 
 def _check_networks(key: str, data: Path, profiles: Sequence[str], held_out: Sequence[str]) -> None:
-    from tcl.database import find_databases, read_manifest
+    from tcl.records.database import find_databases, read_manifest
 
     networks: dict[str, set[str]] = {}
     for db in find_databases(data):
@@ -152,7 +152,7 @@ def resolve_variants(
 
 
 def model_options(cfg: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
-    from tcl.feature_cache import default_cache_dir
+    from tcl.records.feature_cache import default_cache_dir
 
     cache = cfg["experiment"]["feature_cache"] or str(default_cache_dir())
     return {"verbose": False, "cache_dir": cache, **options}
@@ -161,8 +161,8 @@ def model_options(cfg: Mapping[str, Any], options: Mapping[str, Any]) -> dict[st
 def split(cfg: Mapping[str, Any], profile: str) -> tuple[ProgramSet, ProgramSet]:
     """(training networks, held-out networks) of ``profile``'s measured records; the held-out
     ones from ``eval_data`` when it is set."""
-    from tcl.database import load_records
-    from tcl.training import split_by_network
+    from tcl.learning.training import split_by_network
+    from tcl.records.database import load_records
 
     exp = cfg["experiment"]
     train, held = split_by_network(load_records(exp["data"], profile=profile).measured(), exp["held_out"])
@@ -183,7 +183,7 @@ def fit_score(
 ) -> dict[str, Any]:
     """Train a fresh model (no validation split: fixed epochs, best training loss kept) and
     score it on the held-out networks; ``per_task`` adds each task's Top-1 (``{name: top1}``)."""
-    from tcl.evaluation import score_records
+    from tcl.learning.evaluation import score_records
 
     model = registry.create("cost_models", name, **options)
     start = time.perf_counter()

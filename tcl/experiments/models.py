@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from tcl.errors import TclError
+from tcl.api.errors import TclError
 from tcl.experiments._common import METRICS, RECORDS, check_data, check_model, map_jobs, model_options, split, summarize
 
 SCHEMA = {
@@ -53,7 +53,7 @@ def fold_networks(train: Any, folds: int) -> list[list[str]]:
 
 
 def _fit_predict(registry: Any, name: str, options: Mapping[str, Any], train: Any, held: Any, seed: int):
-    from tcl.evaluation import predict_records
+    from tcl.learning.evaluation import predict_records
 
     model = registry.create("cost_models", name, **options)
     start = time.perf_counter()
@@ -63,8 +63,8 @@ def _fit_predict(registry: Any, name: str, options: Mapping[str, Any], train: An
 
 def _row(predictions: Sequence[Any], fit_s: Sequence[float]) -> dict[str, Any]:
     """Mean and std over seeds of each metric, the 95% interval of the mean, chance."""
-    from tcl.metric_intervals import bootstrap_intervals, chance_scores
-    from tcl.metrics import evaluate
+    from tcl.learning.metric_intervals import bootstrap_intervals, chance_scores
+    from tcl.learning.metrics import evaluate
 
     first = predictions[0]
     if not first.latencies:
@@ -86,9 +86,9 @@ def _row(predictions: Sequence[Any], fit_s: Sequence[float]) -> dict[str, Any]:
 
 def _one_profile(cfg: Mapping[str, Any], profile: str, progress: Callable[[str], None]) -> list[dict[str, Any]]:
     """The rows of one profile: every model over every seed, held-out split then folds."""
-    from tcl.discovery import registry as current_registry
-    from tcl.evaluation import Predictions
-    from tcl.training import split_by_network, torch_threads
+    from tcl.api.discovery import registry as current_registry
+    from tcl.learning.evaluation import Predictions
+    from tcl.learning.training import split_by_network, torch_threads
 
     registry, exp, folds = current_registry(), cfg["experiment"], cfg["models"]["folds"]
     rows = []

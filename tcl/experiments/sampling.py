@@ -42,8 +42,8 @@ SCHEMA = {
 
 
 def validate(cfg: dict[str, Any], registry: Any) -> None:
-    from tcl.collect import budget_count
-    from tcl.sampling import round_quotas
+    from tcl.api.validation import budget_count
+    from tcl.learning.sampling import round_quotas
 
     check_data(cfg)
     check_model(registry, cfg, cfg["model"]["name"], cfg["model"]["options"])
@@ -65,9 +65,9 @@ def _one_profile(
 ) -> list[dict[str, Any]]:
     """The rows of one profile: every plan ``(listed name, plugin, options, budget, rounds)``
     over every seed."""
-    from tcl.discovery import registry as current_registry
-    from tcl.sampling import active_learning_offline
-    from tcl.training import torch_threads
+    from tcl.api.discovery import registry as current_registry
+    from tcl.learning.sampling import active_learning_offline
+    from tcl.learning.training import torch_threads
 
     registry, exp = current_registry(), cfg["experiment"]
     name, options = cfg["model"]["name"], model_options(cfg, cfg["model"]["options"])

@@ -1,6 +1,6 @@
 """``kind = "transfer"``: transfer strategies compared over one sequence of platforms.
 
-For each strategy and seed, :func:`tcl.transfer.run_sequence` trains the base model on the
+For each strategy and seed, :func:`tcl.learning.transfer.run_sequence` trains the base model on the
 first profile and carries it to each next one with a ``budget`` sample. Rows: per strategy
 and platform, Top-1/Top-5/pairwise accuracy on that platform's held-out tasks and, averaged
 over the earlier platforms, Top-1 and pairwise on theirs (forgetting); mean and std over
@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from tcl.errors import TclError
+from tcl.api.errors import TclError
 from tcl.experiments import plugin
 from tcl.experiments._common import RECORDS, check_data, eval_dir, map_jobs, resolve_variants, summarize
 
@@ -37,7 +37,7 @@ METRICS = ("top1", "top5", "pairwise", "earlier_top1", "earlier_pairwise")
 
 
 def validate(cfg: dict[str, Any], registry: Any) -> None:
-    from tcl.collect import budget_count
+    from tcl.api.validation import budget_count
 
     check_data(cfg)
     tr = cfg["transfer"]
@@ -99,7 +99,7 @@ def _one_seed(
 ) -> dict[str, list[dict[str, Any]]]:
     """Every listed strategy's sequence for one seed: ``{name: rows}`` (``plan`` as
     :func:`strategies` gives it). The first platform's model is trained once and shared by all."""
-    from tcl.transfer import load_platform, run_sequence, train_base
+    from tcl.learning.transfer import load_platform, run_sequence, train_base
 
     exp, tr = cfg["experiment"], cfg["transfer"]
     first_train, _ = load_platform(Path(exp["data"]), exp["profiles"][0], exp["held_out"])

@@ -1,7 +1,7 @@
 """Registers a sampler under the built-in name ``random``."""
 
-from tcl.hookspecs import hookimpl
-from tcl.registrations import SamplerRegistration
+from tcl.api.hookspecs import hookimpl
+from tcl.api.registrations import SamplerRegistration
 
 
 class FirstN:

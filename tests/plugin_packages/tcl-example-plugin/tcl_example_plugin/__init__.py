@@ -3,8 +3,8 @@ registers them (the implementations import torch or TVM on first use, not here).
 
 from __future__ import annotations
 
-from tcl.hookspecs import hookimpl
-from tcl.registrations import (
+from tcl.api.hookspecs import hookimpl
+from tcl.api.registrations import (
     BackendRegistration,
     CostModelRegistration,
     Deferred,

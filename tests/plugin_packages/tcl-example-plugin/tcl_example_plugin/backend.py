@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tcl.interfaces import HardwareBackend
+from tcl.api.interfaces import HardwareBackend
 
 
 class PlainLocalBackend(HardwareBackend):
@@ -15,7 +15,7 @@ class PlainLocalBackend(HardwareBackend):
     name = "plain-local"
 
     def builder(self) -> Any:
-        from tcl.measure import FastLocalBuilder
+        from tcl.api.measure import FastLocalBuilder
 
         return FastLocalBuilder(timeout_sec=self.profile.measure.build_timeout_s)
 

@@ -8,9 +8,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tcl.errors import TclError
-from tcl.interfaces import CostModel
-from tcl.programs import Program, ProgramSet, Task
+from tcl.api.errors import TclError
+from tcl.api.interfaces import CostModel
+from tcl.api.programs import Program, ProgramSet, Task
 from tcl_example_plugin.featurizer import InstructionCounts
 
 

@@ -8,8 +8,8 @@ from typing import Sequence
 
 import numpy as np
 
-from tcl.interfaces import Featurizer
-from tcl.programs import Program, Task
+from tcl.api.interfaces import Featurizer
+from tcl.api.programs import Program, Task
 
 WIDTH = 64
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tcl.interfaces import NetworkDefinition
+from tcl.api.interfaces import NetworkDefinition
 
 
 def tiny_convnet() -> NetworkDefinition:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tcl.interfaces import CostModel, Sampler
-from tcl.programs import Program, Task
+from tcl.api.interfaces import CostModel, Sampler
+from tcl.api.programs import Program, Task
 
 
 class EveryKthSampler(Sampler):

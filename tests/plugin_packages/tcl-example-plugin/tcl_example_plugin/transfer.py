@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tcl.errors import TclError
-from tcl.interfaces import TransferStrategy
+from tcl.api.errors import TclError
+from tcl.api.interfaces import TransferStrategy
 from tcl_example_plugin.cost_model import RidgeCostModel, ranking_targets, ridge_fit
 
 

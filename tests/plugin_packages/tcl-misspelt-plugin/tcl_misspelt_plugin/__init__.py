@@ -1,6 +1,6 @@
 """Registers its sampler under a hook name no spec defines (``sampler`` for ``samplers``)."""
 
-from tcl.hookspecs import hookimpl
+from tcl.api.hookspecs import hookimpl
 
 
 @hookimpl

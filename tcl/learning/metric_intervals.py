@@ -1,6 +1,6 @@
 """How sure a cost-model score is, and what a random pick would score.
 
-A held-out set has a few dozen tasks, so one score (tcl.metrics) moves a lot with which tasks
+A held-out set has a few dozen tasks, so one score (tcl.learning.metrics) moves a lot with which tasks
 happen to be in it. :func:`bootstrap_intervals` resamples the tasks with replacement and
 reports the percentile interval of each metric; :func:`chance_scores` is the expected score of
 ranking every task's programs at random, the line a model must clear to have learned anything.
@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tcl.metrics import _clean, _pair_counts, _top_k_terms
+from tcl.learning.metrics import _clean, _pair_counts, _top_k_terms
 
 __all__ = ["bootstrap_intervals", "chance_scores"]
 
@@ -101,7 +101,7 @@ def bootstrap_intervals(
     seed: int = 0,
 ) -> dict[str, tuple[float, float]]:
     """``{metric: (low, high)}``: the central ``level`` interval of each metric of
-    :func:`tcl.metrics.evaluate` over ``rounds`` resamples of the tasks with replacement.
+    :func:`tcl.learning.metrics.evaluate` over ``rounds`` resamples of the tasks with replacement.
 
     ``scores`` may be a list of score mappings (models trained with several seeds): then each
     resample's metric is the mean over them, the interval of the figure reported for the seeds."""

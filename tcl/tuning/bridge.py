@@ -8,7 +8,7 @@ non-negative and comparable between calls. Our models' scores are unbounded rank
 (mean and spread taken from the first batch of the task, renewed only after the model
 changed), which keeps the order and stays in (0, 1).
 
-Candidates become :class:`tcl.programs.Program` objects carrying the live schedule and no
+Candidates become :class:`tcl.api.programs.Program` objects carrying the live schedule and no
 trace JSON: the per-store featurizer reads the schedule directly and the trace-seq
 featurizer turns it into trace JSON itself, so each pays only for what it uses.
 
@@ -27,10 +27,13 @@ import numpy as np
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
-from tcl.errors import TclError
-from tcl.interfaces import CostModel
-from tcl.pools import make_task
-from tcl.programs import Program, ProgramSet, Task
+from tcl.api.errors import TclError
+from tcl.api.interfaces import CostModel
+from tcl.api.programs import Program, ProgramSet, Task
+from tcl.learning.evaluation import load_checkpoint
+from tcl.learning.training import TrainConfig, make_groups, train_ranking
+from tcl.records.pools import make_task
+from tcl.tuning.pretrained import pretrained_dir
 
 
 class ScoreScale:
@@ -114,8 +117,6 @@ class BridgeState:
             self.scales.pop(task.key, None)  # the model changed: scale anew
 
     def _fine_tune(self, task: Task, programs: list[Program]) -> None:
-        from tcl.training import TrainConfig, make_groups, train_ranking
-
         model = self.model
         records = ProgramSet()
         records.add(task, programs)
@@ -139,7 +140,7 @@ class BridgeState:
 
 @derived_object
 class BridgeCostModel(PyCostModel):
-    """``ms.cost_model.PyCostModel`` around one of our :class:`~tcl.interfaces.CostModel` s.
+    """``ms.cost_model.PyCostModel`` around one of our :class:`~tcl.api.interfaces.CostModel` s.
 
     ``save``/``load`` are no-ops: MetaSchedule never calls them during tuning, and a
     fine-tuned model is saved with its own ``save`` by whoever owns it.
@@ -169,9 +170,6 @@ def load_cost_model(
     ``ms.relax_integration.tune_relax`` take as ``cost_model=``: a checkpoint directory (as
     ``tcl train`` writes it), or a model name (``mlp``, ``tlp``, ``mamba``) with ``profile`` for
     the pretrained checkpoint shipped for that profile."""
-    from tcl.evaluation import load_checkpoint
-    from tcl.tune import pretrained_dir
-
     path = Path(checkpoint)
     if not path.is_dir() and profile is not None:
         path = pretrained_dir(profile, str(checkpoint)) or path

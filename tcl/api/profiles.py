@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from tcl.errors import TclError
+from tcl.api.errors import TclError
 
 PROFILES_PATH_ENV = "TCL_PROFILES_PATH"
 AUTO = "auto"

@@ -29,7 +29,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder
 from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 
-from tcl.interfaces import MeasureResult
+from tcl.api.programs import MeasureResult
 
 # What TVM's messages say when a job ran out of time: LocalBuilder/LocalRunner/RPCRunner
 # "...: Timeout, killed after N seconds" (their process pool killed the worker); an RPC
@@ -43,7 +43,7 @@ DEFAULT_BUILDS_PER_WORKER = 256
 
 
 # ---- code that runs in the worker processes --------------------------------------------------
-# These functions are pickled by reference (cloudpickle), so workers import tcl.measure: keep
+# These functions are pickled by reference (cloudpickle), so workers import tcl.api.measure: keep
 # this module free of plugins and of imports heavier than tvm's own.
 
 
@@ -170,7 +170,7 @@ class FastLocalBuilder(PyBuilder):
 
 
 def evaluator_config(settings: Any) -> Any:
-    """``ms.runner.EvaluatorConfig`` from a profile's :class:`~tcl.profiles.MeasureSettings`."""
+    """``ms.runner.EvaluatorConfig`` from a profile's :class:`~tcl.api.profiles.MeasureSettings`."""
     from tvm.s_tir.meta_schedule.runner import EvaluatorConfig
 
     return EvaluatorConfig(

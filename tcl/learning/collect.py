@@ -18,12 +18,17 @@ from typing import Any, Callable, Iterable, Sequence
 
 import attrs
 
-from tcl import discovery, validation
-from tcl.errors import TclError
-from tcl.interfaces import checked_selection
-from tcl.machine_load import BUSY_CORES, OtherLoad
-from tcl.profiles import HardwareProfile
-from tcl.programs import Program, Task
+from tcl.api import discovery, validation
+from tcl.api.errors import TclError
+from tcl.api.interfaces import checked_selection
+from tcl.api.profiles import HardwareProfile
+from tcl.api.programs import Program, Task
+from tcl.learning.sampling import round_quotas, train_round_model
+from tcl.measurement.candidates import generate_pool_with_stats
+from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
+from tcl.measurement.tasks import extract_tasks
+from tcl.records.database import RecordWriter, load_records, update_manifest
+from tcl.records.pools import Pool, is_pool, load_pool, make_task, save_pool, trace_to_schedule
 
 POOL_SUBDIR = "pool"
 
@@ -36,30 +41,16 @@ class NetworkTasks:
     tasks: tuple[tuple[Task, int], ...]
 
 
-def budget_count(budget: float, pool_size: int) -> int:
-    """Programs to measure per task: a fraction of the pool (``0 < budget <= 1``) or a count
-    (the rule of :func:`tcl.validation.budget`, which CLI options and configs share)."""
-    budget = validation.budget(budget, "budget")
-    if budget <= 1:
-        return min(pool_size, math.ceil(budget * pool_size))
-    return min(pool_size, int(budget))
-
-
 def network_tasks(name: str, profile: HardwareProfile, *, include_simple_tasks: bool = False) -> NetworkTasks:
     """Tasks of a registered network, or of the workloads in a TVM JSONDatabase directory."""
-    from tcl.pools import make_task
-
     path = Path(name)
     if path.is_dir():
-        from tcl.database import load_records
-
         records = load_records(path)
         if not records.tasks:
             raise TclError(f"{path}: no TVM JSONDatabase workloads found")
         return NetworkTasks(path.name, tuple((t, int(t.weight)) for t in records.tasks.values()))
     registry = discovery.registry()
     definition = registry.create("networks", name)
-    from tcl.tasks import extract_tasks
 
     extracted = extract_tasks(definition, profile.tvm_target(), include_simple_tasks=include_simple_tasks)
     return NetworkTasks(
@@ -118,9 +109,7 @@ def ensure_pool(
     """Load the pool at ``pool_dir`` and add candidates for tasks it lacks (saving once at the end).
 
     ``model`` (a CostModel) guides the evolutionary part of new pools; ``random_fraction``
-    caps the share of random samples (see :func:`tcl.pools.generate_pool`)."""
-    from tcl.pools import Pool, generate_pool_with_stats, is_pool, load_pool, save_pool
-
+    caps the share of random samples (see :func:`tcl.measurement.candidates.generate_pool`)."""
     max_random = None if random_fraction is None else math.ceil(random_fraction * size)
     pool = load_pool(pool_dir) if is_pool(pool_dir) else Pool(meta={"target": profile.target, "seed": seed})
     missing = [t for t in tasks if t.key not in pool.tasks]
@@ -180,9 +169,6 @@ def collect(
     gets progress callbacks (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None``
     reports nothing.
     """
-    from tcl.database import RecordWriter, load_records
-    from tcl.sampling import round_quotas, train_round_model
-
     registry = discovery.registry()
     sampler = registry.create("samplers", sampler_name)
     round_quotas(0, rounds)  # validate before any work
@@ -195,7 +181,7 @@ def collect(
             registry.get("networks", name)
     if pool_size < 1:
         raise TclError(f"pool size must be at least 1, got {pool_size}")
-    budget_count(budget, pool_size)  # validate before any work
+    validation.budget_count(budget, pool_size)  # validate before any work
     if pool_random is not None and not 0 <= pool_random <= 1:
         raise TclError(f"pool random fraction must be in [0, 1], got {pool_random}")
     reporter = reporter or _SilentReporter()
@@ -227,8 +213,6 @@ def collect(
             _deferred_interrupt() as interrupted,
             RecordWriter(out_dir, profile=profile.name, networks=networks) as writer,
         ):
-            from tcl.database import update_manifest
-
             update_manifest(out_dir, tasks=tasks)
             done_keys = writer.measured_keys()
             plan = []
@@ -236,7 +220,7 @@ def collect(
                 traces = pool.traces[task.key]
                 index = pool.index(task.key)
                 measured = sorted(index[k] for k in done_keys.get(task.key, ()) if k in index)
-                targets = list(itertools.accumulate(round_quotas(budget_count(budget, len(traces)), rounds)))
+                targets = list(itertools.accumulate(round_quotas(validation.budget_count(budget, len(traces)), rounds)))
                 stats.skipped_done += len(measured)
                 plan.append((task, traces, measured, targets))
             reporter.start(total=sum(max(0, p[3][-1] - len(p[2])) for p in plan), tasks=len(plan))
@@ -314,8 +298,6 @@ def _measure_task(
     interrupted: threading.Event,
     load: OtherLoad | None,
 ) -> None:
-    from tcl.pools import trace_to_schedule
-
     mod = task.module()
     target = backend.target()
     for lo in range(0, len(traces), batch_size):

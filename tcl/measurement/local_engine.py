@@ -30,8 +30,8 @@ from typing import Any, Sequence
 
 import attrs
 
-from tcl.interfaces import MeasureResult
-from tcl.measure import _as_module, _short, classify_error, configure_worker, worker_initializer
+from tcl.api.measure import _as_module, _short, classify_error, configure_worker, worker_initializer
+from tcl.api.programs import MeasureResult
 
 # ---- code that runs in the worker processes (pickled by reference: keep imports light) -------
 
@@ -176,7 +176,7 @@ class LocalEngine:
         import tvm
         from tvm.s_tir import meta_schedule as ms
 
-        from tcl.measure import device_type_of
+        from tcl.api.measure import device_type_of
 
         if isinstance(target, (dict, str)):
             target = tvm.target.Target(target)

@@ -18,8 +18,8 @@ import attrs
 import pluggy
 from stevedore import ExtensionManager
 
-from tcl import hookspecs, registrations
-from tcl.errors import TclError
+from tcl.api import hookspecs, registrations
+from tcl.api.errors import TclError
 
 ENTRY_POINT_GROUP = "tcl.plugins"
 BUILTIN_DISTRIBUTION = "tcl"

@@ -110,7 +110,7 @@ class FeaturizerRegistration(Registration):
 
 @attrs.frozen(kw_only=True)
 class NetworkRegistration(Registration):
-    """A network: ``factory()`` returns a :class:`tcl.interfaces.NetworkDefinition`."""
+    """A network: ``factory()`` returns a :class:`tcl.api.interfaces.NetworkDefinition`."""
 
     family: str = "other"
 

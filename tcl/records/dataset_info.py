@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from tcl.database import find_databases, load_records, read_manifest
-from tcl.programs import ProgramSet
+from tcl.api.programs import ProgramSet
+from tcl.records.database import find_databases, load_records, read_manifest
 
 NO_PROFILE = "(none)"
 

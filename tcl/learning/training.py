@@ -41,11 +41,12 @@ import attrs
 import numpy as np
 import torch
 
-from tcl import metrics as tcl_metrics
-from tcl import validation
-from tcl.database import INVALID_KIND
-from tcl.errors import TclError
-from tcl.programs import Program, ProgramSet, Task
+from tcl.api import validation
+from tcl.api.discovery import registry
+from tcl.api.errors import TclError
+from tcl.api.programs import Program, ProgramSet, Task
+from tcl.learning import metrics as tcl_metrics
+from tcl.records.database import INVALID_KIND
 
 log = logging.getLogger(__name__)
 
@@ -438,8 +439,6 @@ def _emit(line: str, verbose: bool = True) -> None:
 
 
 def _call_epoch_hook(name: str, epoch: int, metrics: Mapping[str, float], warned: list[bool]) -> None:
-    from tcl.discovery import registry
-
     try:
         registry().hook.tcl_on_epoch_end(model=name, epoch=epoch, metrics=dict(metrics))
     except StopTraining:

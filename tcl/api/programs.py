@@ -7,11 +7,15 @@ its auto_scheduler steps in the same field with ``source="tenset"``.
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
 from typing import Any, Iterator, Mapping, Sequence
 
 import attrs
 import numpy as np
+
+from tcl.api.errors import TclError
 
 
 @attrs.frozen(kw_only=True)
@@ -28,8 +32,6 @@ class Task:
         """The workload IRModule (parsed on each call; callers cache)."""
         if self.mod_b64 is None:
             raise ValueError(f"task {self.name} has no TVM workload (imported records)")
-        from tcl.database import workload_module
-
         return workload_module(self.mod_b64)
 
 
@@ -117,3 +119,43 @@ class ProgramSet:
                 progs = [progs[i] for i in indices.get(key, ())]
             out.add(self.tasks[key], progs)
         return out
+
+
+@attrs.frozen(kw_only=True)
+class MeasureResult:
+    """The outcome of measuring one candidate. ``error_kind`` is one of
+    ``build``, ``run``, ``timeout`` when it failed, else ``None``."""
+
+    run_secs: tuple[float, ...] | None
+    error_kind: str | None = None
+    error_msg: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None and bool(self.run_secs)
+
+
+def workload_ir_json(mod_b64: str) -> str:
+    """The IR JSON text inside a workload line's base64 string.
+
+    TVM writes it through ``dmlc::Stream::Write(std::string)``: a little-endian uint64 length,
+    then the text (so a plain ``b64decode(...).decode()`` fails on the length bytes).
+    """
+    try:
+        raw = base64.b64decode(mod_b64)
+    except (ValueError, TypeError) as exc:
+        raise TclError(f"workload is not base64 ({exc})") from None
+    if raw[:1] in (b"{", b"["):
+        return raw.decode("utf-8")
+    if len(raw) >= 8:
+        (n,) = struct.unpack("<Q", raw[:8])
+        if n == len(raw) - 8:
+            return raw[8:].decode("utf-8")
+    raise TclError("workload is not TVM's base64 IR JSON")
+
+
+def workload_module(mod_b64: str) -> Any:
+    """The workload IRModule of a base64 workload string (needs TVM)."""
+    import tvm
+
+    return tvm.ir.load_json(workload_ir_json(mod_b64))

@@ -13,24 +13,11 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import attrs
 import numpy as np
 
-from tcl.programs import Program, ProgramSet, Task
+from tcl.api.errors import TclError
+from tcl.api.programs import MeasureResult, Program, ProgramSet, Task
 
 if TYPE_CHECKING:  # imported for annotations only: tvm is slow to import
-    from tcl.profiles import HardwareProfile
-
-
-@attrs.frozen(kw_only=True)
-class MeasureResult:
-    """The outcome of measuring one candidate. ``error_kind`` is one of
-    ``build``, ``run``, ``timeout`` when it failed, else ``None``."""
-
-    run_secs: tuple[float, ...] | None
-    error_kind: str | None = None
-    error_msg: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error_kind is None and bool(self.run_secs)
+    from tcl.api.profiles import HardwareProfile
 
 
 class Featurizer(abc.ABC):
@@ -94,7 +81,7 @@ class CostModel(abc.ABC):
     @classmethod
     @abc.abstractmethod
     def load(cls, path: Path) -> "CostModel":
-        """Read a model written by :meth:`save`; mismatches raise :class:`tcl.errors.TclError`."""
+        """Read a model written by :meth:`save`; mismatches raise :class:`tcl.api.errors.TclError`."""
 
 
 class Sampler(abc.ABC):
@@ -122,7 +109,6 @@ def checked_selection(
     """A sampler's answer as a list of indices, or a one-line error naming sampler ``name`` when
     it breaks :meth:`Sampler.select`'s contract (a wrong type, an index out of range, measured
     already or repeated, more than the budget): such a sample must never be used silently."""
-    from tcl.errors import TclError
 
     def fail(problem: str) -> TclError:
         return TclError(f"sampler '{name}' broke its contract: {problem}")
@@ -197,7 +183,7 @@ class HardwareBackend(abc.ABC):
         """Build and run ``schedules`` of workload ``mod``; failures become error results.
         The builder and runner are asked for once and kept (with their worker processes)
         until :meth:`close`."""
-        from tcl.measure import measure_with
+        from tcl.api.measure import measure_with  # imports tvm: only a measuring backend pays for it
 
         kept = self.__dict__.get("_measure_tools")
         if kept is None:

@@ -1,8 +1,8 @@
 """Tune a whole network with MetaSchedule driven by one of our cost models (or TVM's own).
 
-:func:`tune_network` extracts the network's tasks (:mod:`tcl.tasks`), runs MetaSchedule's
+:func:`tune_network` extracts the network's tasks (:mod:`tcl.measurement.tasks`), runs MetaSchedule's
 gradient task scheduler with evolutionary search, builds and times candidates with the
-profile's backend (the fast builder of :mod:`tcl.measure`), then compiles the network with
+profile's backend (the fast builder of :mod:`tcl.api.measure`), then compiles the network with
 the best schedules, checks its output against torch on the same input and times both.
 
 Output directory: a TVM JSONDatabase (``database_*.json``) plus our manifest, ``tune_curve.json``
@@ -35,9 +35,29 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import attrs
 import numpy as np
 
-from tcl.errors import TclError
-from tcl.machine_load import BUSY_CORES, OtherLoad
-from tcl.tvm_log import quiet_tvm_warnings
+from tcl.api import discovery
+from tcl.api.errors import TclError
+from tcl.api.interfaces import NetworkDefinition
+from tcl.api.measure import measure_with
+from tcl.learning.evaluation import load_checkpoint
+from tcl.learning.training import torch_threads
+from tcl.measurement.candidates import ensure_tensor_intrinsics
+from tcl.measurement.default_schedule import apply_defaults, is_scheduled
+from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
+from tcl.measurement.tasks import extract_tasks, import_network, prepare_for_tuning
+from tcl.records.database import (
+    RECORD_FILE,
+    WORKLOAD_FILE,
+    find_databases,
+    load_records,
+    repair_tail,
+    update_manifest,
+    write_atomic,
+)
+from tcl.records.pools import make_task
+from tcl.records.tvm_log import quiet_tvm_warnings
+from tcl.tuning.bridge import BridgeCostModel, TimedCostModel
+from tcl.tuning.pretrained import pretrained_dir
 
 TVM_MODELS = ("xgb", "random")
 CURVE_FILE = "tune_curve.json"
@@ -59,13 +79,10 @@ def file_network(spec: str) -> tuple[Path, str] | None:
 def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: int = 0) -> tuple[str, Any]:
     """``(name, NetworkDefinition)`` of a registered network or of ``path/file.py:ClassName``
     (built without arguments, fed ``torch.randn(input_shape)``)."""
-    from tcl.interfaces import NetworkDefinition
-
     in_file = file_network(spec)
     if in_file is None:
         if input_shape is not None:
             raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
-        from tcl import discovery
 
         return spec, discovery.registry().get("networks", spec).factory(seed=seed)
     import torch
@@ -118,14 +135,6 @@ class Method:
     online: bool = False
 
 
-def pretrained_dir(profile: str, model: str) -> Path | None:
-    """Where a shipped pretrained checkpoint of ``model`` for ``profile`` lives, if installed."""
-    spec = importlib.util.find_spec("tcl_plugins")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0]) / "pretrained" / profile / model
-
-
 def resolve_method(spec: str, profile: str, online: bool = False) -> Method:
     """``xgb``/``random`` (TVM's), a checkpoint directory, or a model name with a pretrained checkpoint."""
     suffix = "+online" if online else ""
@@ -136,7 +145,6 @@ def resolve_method(spec: str, profile: str, online: bool = False) -> Method:
         if not (path / "config.json").is_file():
             raise TclError(f"cost model {spec!r}: {path} is not a checkpoint (no config.json)")
         return Method(label=path.name + suffix, checkpoint=path, online=online)
-    from tcl import discovery
 
     if spec in discovery.registry().names("cost_models"):
         shipped = pretrained_dir(profile, spec)
@@ -156,11 +164,8 @@ def _ms_cost_model(method: Method, seed: int) -> Any:
     """The method as a MetaSchedule cost model, timed (``.stats``) whichever it is."""
     import tvm.s_tir.meta_schedule as ms
 
-    from tcl.bridge import BridgeCostModel, TimedCostModel
-
     if method.tvm_name is not None:
         return TimedCostModel(ms.cost_model.CostModel.create(method.tvm_name, num_tuning_cores=1))
-    from tcl.evaluation import load_checkpoint
 
     return TimedCostModel(
         BridgeCostModel(load_checkpoint(method.checkpoint, verbose=False, threads=1), online=method.online, seed=seed)
@@ -235,8 +240,6 @@ class Curve:
         }
 
     def save(self) -> None:
-        from tcl.database import write_atomic
-
         write_atomic(self.path, json.dumps(self.as_dict(), indent=1) + "\n")
 
 
@@ -277,8 +280,6 @@ def _progress_callback(
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
-    from tcl import discovery
-
     hook = discovery.registry().hook
 
     @derived_object
@@ -316,8 +317,6 @@ def _progress_callback(
 
 def _existing(out_dir: Path, tasks: Sequence[Any]) -> tuple[int, dict[str, float]]:
     """Trials already recorded in ``out_dir`` for ``tasks`` and their best latencies."""
-    from tcl.database import RECORD_FILE, WORKLOAD_FILE, find_databases, load_records, repair_tail
-
     if not (out_dir / WORKLOAD_FILE).exists():
         return 0, {}
     for name in (WORKLOAD_FILE, RECORD_FILE):  # an interrupted TVM writer may leave a torn line
@@ -349,8 +348,6 @@ def _tune_contexts(
 ) -> list[Any]:
     import tvm.s_tir.meta_schedule as ms
     from tvm.s_tir.meta_schedule.utils import fork_seed
-
-    from tcl.pools import ensure_tensor_intrinsics
 
     ensure_tensor_intrinsics(target)
 
@@ -467,10 +464,7 @@ def tune_network(
     search's (MetaSchedule's default 512; smaller rounds are faster and search less).
     See the module doc."""
 
-    from tcl import discovery
-    from tcl.database import update_manifest, write_atomic
-    from tcl.profiles import HardwareProfile, get_profile
-    from tcl.tasks import extract_tasks
+    from tcl.api.profiles import HardwareProfile, get_profile
 
     report = report or (lambda line: print(line, file=sys.stderr, flush=True))
     export = None if export is None else check_export_path(export)
@@ -493,7 +487,6 @@ def tune_network(
         tasks = extract_tasks(definition, target)
     if not tasks:
         raise TclError(f"network {name}: no tunable task (no operator with a reduction)")
-    from tcl.pools import make_task
 
     update_manifest(
         out_dir,
@@ -638,9 +631,6 @@ def pick_fastest(
     untrained XGB picks) can be slower than the default schedule."""
     import tvm
 
-    from tcl.default_schedule import apply_defaults
-    from tcl.measure import measure_with
-
     builder, runner = backend.builder(), backend.runner()
     picks, seconds = {}, {}
     for task, tuned in zip(tasks, best):
@@ -681,9 +671,6 @@ def compile_and_check(
     import tvm
     import tvm.s_tir.meta_schedule as ms
     from tvm import relax
-
-    from tcl.tasks import import_network, prepare_for_tuning
-    from tcl.training import torch_threads
 
     start = time.perf_counter()
     with quiet_tvm_warnings():
@@ -749,7 +736,7 @@ def _compile_with_database(
 ) -> tuple[Any, dict[str, Any]]:
     """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, the
     ``chosen`` schedules for functions it did not schedule (``model``), default
-    schedules (:mod:`tcl.default_schedule`) for every function it left unscheduled, then TVM's
+    schedules (:mod:`tcl.measurement.default_schedule`) for every function it left unscheduled, then TVM's
     lowering, via ``tvm.compile``; also which functions got a tuned schedule (``tuned``), which
     a default one (``default``: name → rule) and which none (``unscheduled``). Not
     ``ms.relax_integration.compile_relax``: it runs
@@ -758,8 +745,6 @@ def _compile_with_database(
     in the database, and the network ran ~50x slower than the sum of its tuned kernels)."""
     import tvm
     from tvm import relax
-
-    from tcl.default_schedule import apply_defaults, is_scheduled
 
     T = relax.transform
     # after applying the database: what compile_relax runs after fusion on CPU targets (TVM 0.27 has no CPU entry in
@@ -908,8 +893,7 @@ def compare(
     when that method reached every method's final estimate (None: never), so one run answers
     "how much sooner than XGB" and "than Tenset-MLP" alike. Online fine-tuning applies to our
     checkpoints only."""
-    from tcl.database import write_atomic
-    from tcl.profiles import HardwareProfile, get_profile
+    from tcl.api.profiles import HardwareProfile, get_profile
 
     if not methods:
         raise TclError("--compare needs at least one method")

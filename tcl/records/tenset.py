@@ -9,7 +9,7 @@ TenSet's records are auto_scheduler log lines::
 with steps like ``["SP", 2, 0, 512, [1, 64, 8], 1]``. A run failed when ``error_no != 0``
 (its costs are ``[1e10]``); latency = mean of the costs.
 
-On-disk format of an import (read by :func:`tcl.database.load_records`): the same layout
+On-disk format of an import (read by :func:`tcl.records.database.load_records`): the same layout
 and line shapes as a MetaSchedule JSONDatabase, under *different file names*, because there
 is no TVM workload IR and TVM must never try to read these as its own database::
 
@@ -28,7 +28,7 @@ is no TVM workload IR and TVM must never try to read these as its own database::
 * ``costs`` are TenSet's seconds; failed runs store ``[1e10]`` exactly as MetaSchedule stores
   failed runs, and the reason (``error_no`` mapped to build / run / timeout / unknown, and
   its auto_scheduler name) goes to ``tcl_errors.json``.
-* Lines are written in TVM's JSON dialect by the same :class:`tcl.database.RecordWriter`,
+* Lines are written in TVM's JSON dialect by the same :class:`tcl.records.database.RecordWriter`,
   so a killed import is repaired like any record directory.
 
 One import is one platform: input holding several target strings is refused unless
@@ -46,11 +46,10 @@ from typing import Any, Iterator, Mapping
 
 import attrs
 
-from tcl.database import RecordWriter, update_manifest
-from tcl.errors import TclError
-from tcl.interfaces import MeasureResult
-from tcl.programs import Task
-from tcl.staging import require_new_directory, staged_directory
+from tcl.api.errors import TclError
+from tcl.api.programs import MeasureResult, Task
+from tcl.records.database import RecordWriter, update_manifest
+from tcl.records.staging import require_new_directory, staged_directory
 
 #: auto_scheduler's MeasureErrorNo, and the kind of failure each is for us.
 ERROR_NAMES = {
@@ -175,7 +174,7 @@ def import_tenset(
     tasks_info: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ImportSummary:
     """Convert TenSet record file(s) at ``path`` into the new record directory ``out_dir``,
-    written whole or not at all (:mod:`tcl.staging`).
+    written whole or not at all (:mod:`tcl.records.staging`).
 
     ``profile`` names the platform in the manifest (e.g. ``"tenset-e5-2673"``); ``target``
     keeps only records of that exact target string (required when the input has several).

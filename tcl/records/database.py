@@ -35,7 +35,7 @@ raises :class:`TclError` naming ``file:line`` for any other corrupt line.
 
 Reading (:func:`load_records`) walks a directory tree, finds every JSONDatabase exactly as
 ``ms.tune_tir(work_dir=...)`` / ``tune_relax`` write them (and TenSet imports, see
-:mod:`tcl.tenset`), and parses the JSON itself: no TVM objects are built, tasks keep their
+:mod:`tcl.records.tenset`), and parses the JSON itself: no TVM objects are built, tasks keep their
 base64 workload. Task key = the structural hash as stored; weight/name/networks from the
 manifest if present, else weight 1 and the name of the PrimFunc (its ``global_symbol``).
 A record whose ``run_secs`` is no measurement (null, empty, NaN, infinite, zero, negative,
@@ -46,7 +46,6 @@ A damaged ``.gz`` file is an error naming it.
 
 from __future__ import annotations
 
-import base64
 import errno
 import fcntl
 import gzip
@@ -56,17 +55,17 @@ import math
 import os
 import platform
 import shutil
-import struct
 import tempfile
 import time
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
 
-from tcl.errors import TclError
-from tcl.interfaces import MeasureResult
-from tcl.programs import Program, ProgramSet, Task
-from tcl.staging import fsync_dir, is_staging, staged_directory
+from tcl.api.errors import TclError
+from tcl.api.programs import MeasureResult, Program, ProgramSet, Task, workload_ir_json, workload_module
+from tcl.records.program_keys import program_key
+from tcl.records.staging import fsync_dir, is_staging, staged_directory
+from tcl.records.trace_json import plain_json, trace_to_json
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +76,7 @@ MANIFEST_FILE = "tcl_manifest.json"
 LOCK_FILE = ".tcl_writer.lock"
 TENSET_WORKLOAD_FILE = "tenset_workload.json"
 TENSET_RECORD_FILE = "tenset_tuning_record.json"
-# the big JSON-lines files that `tcl dataset pack` compresses (pool files are named in tcl.pools)
+# the big JSON-lines files that `tcl dataset pack` compresses (pool files are named in tcl.records.pools)
 PACKABLE_FILES = frozenset(
     {WORKLOAD_FILE, RECORD_FILE, TENSET_WORKLOAD_FILE, TENSET_RECORD_FILE, "workloads.json", "candidates.json"}
 )
@@ -158,38 +157,10 @@ def _dump(obj: Any, out: list[str]) -> None:
             _dump(x, out)
         out.append("]")
     else:
-        from tcl.pools import plain_json
-
         _dump(plain_json(obj), out)
 
 
 # ---- workloads -----------------------------------------------------------------------------
-
-
-def workload_ir_json(mod_b64: str) -> str:
-    """The IR JSON text inside a workload line's base64 string.
-
-    TVM writes it through ``dmlc::Stream::Write(std::string)``: a little-endian uint64 length,
-    then the text (so a plain ``b64decode(...).decode()`` fails on the length bytes).
-    """
-    try:
-        raw = base64.b64decode(mod_b64)
-    except (ValueError, TypeError) as exc:
-        raise TclError(f"workload is not base64 ({exc})") from None
-    if raw[:1] in (b"{", b"["):
-        return raw.decode("utf-8")
-    if len(raw) >= 8:
-        (n,) = struct.unpack("<Q", raw[:8])
-        if n == len(raw) - 8:
-            return raw[8:].decode("utf-8")
-    raise TclError("workload is not TVM's base64 IR JSON")
-
-
-def workload_module(mod_b64: str) -> Any:
-    """The workload IRModule of a base64 workload string (needs TVM)."""
-    import tvm
-
-    return tvm.ir.load_json(workload_ir_json(mod_b64))
 
 
 def workload_name(mod_b64: str, key: str = "") -> str:
@@ -590,8 +561,6 @@ def _target_json(target: Any) -> Any:
         return None
     import tvm
 
-    from tcl.pools import plain_json
-
     if not isinstance(target, tvm.target.Target):
         target = tvm.target.Target(dict(target) if isinstance(target, Mapping) else target)
     return plain_json(target.export())
@@ -599,8 +568,6 @@ def _target_json(target: Any) -> Any:
 
 def _args_info_json(mod_b64: str) -> list[Any]:
     from tvm.s_tir.meta_schedule.arg_info import ArgInfo
-
-    from tcl.pools import plain_json
 
     return [plain_json(a.as_json()) for a in ArgInfo.from_entry_func(workload_module(mod_b64), remove_preproc=True)]
 
@@ -618,7 +585,7 @@ class RecordWriter:
     added are listed in the manifest (name, weight, networks) on first sight.
 
     ``flavor="tenset"`` writes a TenSet import (files ``tenset_*.json``; workloads carry the
-    auto_scheduler workload key instead of TVM IR, traces are step lists): see tcl.tenset.
+    auto_scheduler workload key instead of TVM IR, traces are step lists): see tcl.records.tenset.
     """
 
     def __init__(
@@ -753,8 +720,6 @@ class RecordWriter:
         ``trace`` is a Schedule, a Trace or trace JSON (TenSet: a steps list). A failed result
         is stored with run_secs ``[1e10]`` and its kind/message go to ``tcl_errors.json``.
         """
-        from tcl.pools import program_key, trace_to_json
-
         widx = self.add_workload(task, payload)
         if self.flavor == "tenset":
             target_json = target if isinstance(target, str) or target is None else str(target)
@@ -769,8 +734,6 @@ class RecordWriter:
                     self._args_info[task.key] = _args_info_json(task.mod_b64) if task.mod_b64 else None
                 info = self._args_info[task.key]
             else:
-                from tcl.pools import plain_json
-
                 info = [plain_json(a.as_json() if hasattr(a, "as_json") else a) for a in args_info]
         record_lines, error_lines, numbers = [], [], []
         line_no = self.n_records
@@ -808,8 +771,6 @@ class RecordWriter:
     def measured_keys(self) -> dict[str, set[str]]:
         """Program keys already recorded, per task key (for resuming a measurement)."""
         if self._keys is None:
-            from tcl.pools import program_key
-
             names = self._workload_keys
             keys: dict[str, set[str]] = {}
             for lineno, line in iter_json_lines(self.record_path, allow_torn_tail=False):
@@ -882,8 +843,6 @@ def _read_errors(path: Path) -> dict[int, dict[str, Any]]:
 
 
 def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> None:
-    from tcl.pools import program_key
-
     tenset = stored_file(db / TENSET_WORKLOAD_FILE) is not None and stored_file(db / WORKLOAD_FILE) is None
     wl_path = db / (TENSET_WORKLOAD_FILE if tenset else WORKLOAD_FILE)
     rec_path = db / (TENSET_RECORD_FILE if tenset else RECORD_FILE)

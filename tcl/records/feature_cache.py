@@ -1,13 +1,13 @@
 """A disk cache of featurizer output, one ``.npz`` file per (featurizer, task, program list).
 
-:func:`cached_features` returns ``{task_key: features}`` for a :class:`~tcl.programs.ProgramSet`,
+:func:`cached_features` returns ``{task_key: features}`` for a :class:`~tcl.api.programs.ProgramSet`,
 computing only what is not cached. A file is keyed by a fingerprint (sha256) of
 
 * the featurizer's ``name`` and ``version`` (bump ``version`` when features change: old
   files are then simply never read again),
 * its ``cache_token`` attribute when it has one (options that change the output, e.g.
   trace-seq's length, per-store's cpu/gpu target); featurizers without one give ``""``,
-* the task key, and the list of :func:`tcl.pools.program_key` of the task's programs, in
+* the task key, and the list of :func:`tcl.records.program_keys.program_key` of the task's programs, in
   order (the same programs in another order are another entry).
 
 Layout: ``<cache_dir>/<featurizer name>/<fingerprint[:2]>/<fingerprint>.npz``. Default
@@ -32,10 +32,10 @@ cache is within ``$TCL_CACHE_MAX_MB`` megabytes (default 1024; 0 turns the cap o
 renews a file's modification time, which is what "recently used" means here. Several
 processes may share a cache: a file evicted under another reader is only a miss.
 
-Keys (:func:`tcl.pools.program_key`: canonical JSON + sha256 of each trace) cost about as much
+Keys (:func:`tcl.records.program_keys.program_key`: canonical JSON + sha256 of each trace) cost about as much
 as computing cheap features, so the cache pays off for expensive featurizers (per-store,
 which replays traces); docs/design.md has the figures. Keys are memoized per
-:class:`~tcl.programs.Program` object, so repeated calls on the same ProgramSet pay once.
+:class:`~tcl.api.programs.Program` object, so repeated calls on the same ProgramSet pay once.
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tcl.errors import TclError
-from tcl.interfaces import Featurizer
-from tcl.programs import Program, ProgramSet
+from tcl.api.errors import TclError
+from tcl.api.interfaces import Featurizer
+from tcl.api.programs import Program, ProgramSet
+from tcl.records.program_keys import program_key
 
 log = logging.getLogger(__name__)
 
@@ -160,9 +161,7 @@ def _remove(path: Path) -> bool:
 
 
 def program_keys(programs: Sequence[Program]) -> list[str]:
-    """:func:`tcl.pools.program_key` of each program's trace (memoized per Program object)."""
-    from tcl.pools import program_key
-
+    """:func:`tcl.records.program_keys.program_key` of each program's trace (memoized per Program object)."""
     out = []
     for p in programs:
         try:

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Iterator
 
-from tcl.errors import TclError
+from tcl.api.errors import TclError
 
 STAGING_SUFFIX = ".partial"
 

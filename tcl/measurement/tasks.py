@@ -46,8 +46,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from tcl.errors import TclError
-from tcl.interfaces import NetworkDefinition
+from tcl.api.errors import TclError
+from tcl.api.interfaces import NetworkDefinition
 
 log = logging.getLogger(__name__)
 

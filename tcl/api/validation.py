@@ -8,7 +8,7 @@ import argparse
 import math
 from typing import Any, Callable
 
-from tcl.errors import TclError
+from tcl.api.errors import TclError
 
 
 def _label(what: str) -> str:
@@ -46,6 +46,15 @@ def budget(value: Any, what: str = "") -> float:
     if not ok:
         raise TclError(f"{_label(what)}must be a fraction in (0, 1] or a whole count of programs, got {value!r}")
     return float(value)
+
+
+def budget_count(value: Any, pool_size: int) -> int:
+    """Programs to measure per task: a fraction of the pool (``0 < value <= 1``) or a count
+    (the rule of :func:`budget`, which CLI options and configs share)."""
+    value = budget(value, "budget")
+    if value <= 1:
+        return min(pool_size, math.ceil(value * pool_size))
+    return min(pool_size, int(value))
 
 
 def option(rule: Callable[..., Any], parse: Callable[[str], Any] = int, **limits: Any) -> Callable[[str], Any]:

@@ -10,13 +10,13 @@ from typing import Any, Mapping
 import attrs
 import numpy as np
 
-from tcl import discovery
-from tcl.database import RECORD_FILE, find_databases, iter_json_lines, read_manifest, stored_file
-from tcl.errors import TclError
-from tcl.interfaces import CostModel
-from tcl.metric_intervals import bootstrap_intervals, chance_scores
-from tcl.metrics import evaluate, top_k_score
-from tcl.programs import ProgramSet
+from tcl.api import discovery
+from tcl.api.errors import TclError
+from tcl.api.interfaces import CostModel
+from tcl.api.programs import ProgramSet
+from tcl.learning.metric_intervals import bootstrap_intervals, chance_scores
+from tcl.learning.metrics import evaluate, top_k_score
+from tcl.records.database import RECORD_FILE, find_databases, iter_json_lines, read_manifest, stored_file
 
 CONFIG_FILE = "config.json"
 

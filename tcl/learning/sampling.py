@@ -13,11 +13,13 @@ from typing import Any, Callable
 
 import attrs
 
-from tcl import discovery
-from tcl.collect import budget_count
-from tcl.errors import TclError
-from tcl.interfaces import CostModel, MeasureResult, checked_selection
-from tcl.programs import ProgramSet
+from tcl.api import discovery
+from tcl.api.errors import TclError
+from tcl.api.interfaces import CostModel, checked_selection
+from tcl.api.programs import MeasureResult, ProgramSet
+from tcl.api.validation import budget_count
+from tcl.records.database import RecordWriter, update_manifest
+from tcl.records.staging import require_new_directory, staged_directory
 
 
 def round_quotas(take: int, rounds: int) -> list[int]:
@@ -118,10 +120,7 @@ def sample_offline(
 ) -> SampleSummary:
     """Per task, ``budget`` of its programs (fraction or count) chosen by the sampler, in
     ``rounds`` active-learning rounds (see :func:`active_learning_offline`), written to the
-    new directory ``out_dir`` whole or not at all (:mod:`tcl.staging`)."""
-    from tcl.database import RecordWriter, update_manifest
-    from tcl.staging import require_new_directory, staged_directory
-
+    new directory ``out_dir`` whole or not at all (:mod:`tcl.records.staging`)."""
     sampler = discovery.registry().create("samplers", sampler_name, **(sampler_options or {}))
     require_new_directory(Path(out_dir), "subset")
     chosen = active_learning_offline(

@@ -6,10 +6,10 @@ Offline (records measured on every platform, e.g. data/bundled): per task, a sam
 Tasks of held-out networks are never sampled and serve to score the model: Top-1/Top-5 on
 the new platform and, for forgetting, on every earlier one. ``tcl adapt`` measures instead:
 the sampler's picks of a candidate pool are timed on this machine with
-:func:`tcl.collect.collect` (resumable), then distilled into the teacher.
+:func:`tcl.learning.collect.collect` (resumable), then distilled into the teacher.
 
 The core knows strategies only through the registry and the interfaces of
-:mod:`tcl.interfaces`: a strategy's ``check(teacher)`` refuses a teacher before any work
+:mod:`tcl.api.interfaces`: a strategy's ``check(teacher)`` refuses a teacher before any work
 starts; models answer ``platforms()``, ``for_platform(profile)`` (per-platform heads of
 multi-task models) and ``parameter_count()``, whose defaults describe a model without them.
 """
@@ -22,11 +22,16 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from tcl import discovery
-from tcl.collect import budget_count
-from tcl.errors import TclError
-from tcl.interfaces import CostModel, checked_selection
-from tcl.programs import ProgramSet
+from tcl.api import discovery
+from tcl.api.errors import TclError
+from tcl.api.interfaces import CostModel, checked_selection
+from tcl.api.programs import ProgramSet
+from tcl.api.validation import budget_count
+from tcl.learning.collect import collect
+from tcl.learning.evaluation import load_checkpoint, score_records
+from tcl.learning.training import clean_records, split_by_network
+from tcl.records.database import RecordWriter, load_records
+from tcl.records.pools import is_pool, load_pool, save_pool
 
 ADAPT_TASKS, ADAPT_POOL, ADAPT_RECORDS = "tasks", "pool", "records"
 
@@ -37,9 +42,6 @@ def load_platform(
     """``(train, held)``: a profile's successfully measured records, held-out networks' tasks
     apart; with ``eval_dir`` the held-out tasks are those networks' records there instead
     (e.g. data/idle, measured again on an idle machine)."""
-    from tcl.database import load_records
-    from tcl.training import clean_records, split_by_network
-
     records, _ = clean_records(load_records(data_dir, profile=profile))
     if not records.tasks:
         raise TclError(f"{data_dir}: no successful records of profile {profile}")
@@ -118,8 +120,6 @@ def transfer_step(
 
 
 def _score(model: CostModel, held: ProgramSet) -> dict[str, Any] | None:
-    from tcl.evaluation import score_records
-
     return score_records(model, held) if held.tasks else None
 
 
@@ -150,8 +150,6 @@ def transfer_once(
     Returns the step's row: scores on held-out tasks (new platform and the teacher's), sizes, time.
     ``sampler_uses_model`` hands the teacher to the sampler (RDU's embedding and uncertainty;
     20 MC-dropout passes over every program, minutes on a small CPU)."""
-    from tcl.evaluation import load_checkpoint
-
     _strategy(strategy, teacher is not None, options)  # fail before any work
     teacher_model = load_checkpoint(teacher, threads=threads) if teacher is not None else None
     _strategy(strategy, teacher is not None, options, teacher_model)
@@ -241,8 +239,6 @@ def run_sequence(
     held-out tasks, on every earlier platform's (forgetting), parameters, training seconds,
     programs measured and trained on. ``eval_dir``: score held-out networks on their records
     there (see :func:`load_platform`)."""
-    from tcl.evaluation import load_checkpoint
-
     if len(profiles) < 2:
         raise TclError("a transfer sequence needs two or more profiles")
     _strategy(strategy, True, options)
@@ -306,12 +302,6 @@ def adapt(
     and distil ``teacher`` with them into checkpoint ``out``. The measurements live in
     ``work_dir`` (a private copy of the pool, its tasks, the records): a rerun measures only
     what is missing."""
-    from tcl.collect import collect
-    from tcl.database import RecordWriter, load_records
-    from tcl.evaluation import load_checkpoint
-    from tcl.pools import is_pool, load_pool, save_pool
-    from tcl.training import clean_records
-
     work_dir = Path(work_dir)
     pool_copy = work_dir / ADAPT_POOL
     source = None if is_pool(pool_copy) else load_pool(pool_dir)

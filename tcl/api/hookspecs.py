@@ -2,7 +2,7 @@
 
 Registration hooks (``tcl_register_*``) are called once per process, when the plugin
 registry is first built; each returns a list of named records from
-:mod:`tcl.registrations`. Event hooks (``tcl_on_*``) are called while the pipeline runs,
+:mod:`tcl.api.registrations`. Event hooks (``tcl_on_*``) are called while the pipeline runs,
 so a third party can observe it (log, plot, stop early); their return values are ignored.
 """
 
@@ -22,52 +22,52 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def tcl_register_samplers() -> Sequence[Any]:
-    """Return :class:`~tcl.registrations.SamplerRegistration` records.
+    """Return :class:`~tcl.api.registrations.SamplerRegistration` records.
 
     Called once when the registry is built. A sampler picks which candidates of a task's
-    pool to measure under a budget (see :class:`tcl.interfaces.Sampler`).
+    pool to measure under a budget (see :class:`tcl.api.interfaces.Sampler`).
     """
 
 
 @hookspec
 def tcl_register_cost_models() -> Sequence[Any]:
-    """Return :class:`~tcl.registrations.CostModelRegistration` records.
+    """Return :class:`~tcl.api.registrations.CostModelRegistration` records.
 
     Called once when the registry is built. A cost model scores programs so that better
-    programs score higher (see :class:`tcl.interfaces.CostModel`).
+    programs score higher (see :class:`tcl.api.interfaces.CostModel`).
     """
 
 
 @hookspec
 def tcl_register_transfer_strategies() -> Sequence[Any]:
-    """Return :class:`~tcl.registrations.TransferRegistration` records.
+    """Return :class:`~tcl.api.registrations.TransferRegistration` records.
 
     Called once when the registry is built. A strategy turns a teacher model and data of a
-    new platform into a model for it (see :class:`tcl.interfaces.TransferStrategy`).
+    new platform into a model for it (see :class:`tcl.api.interfaces.TransferStrategy`).
     """
 
 
 @hookspec
 def tcl_register_hardware_backends() -> Sequence[Any]:
-    """Return :class:`~tcl.registrations.BackendRegistration` records.
+    """Return :class:`~tcl.api.registrations.BackendRegistration` records.
 
     Called once when the registry is built. A backend builds and times candidate programs
-    for a hardware profile (see :class:`tcl.interfaces.HardwareBackend`).
+    for a hardware profile (see :class:`tcl.api.interfaces.HardwareBackend`).
     """
 
 
 @hookspec
 def tcl_register_featurizers() -> Sequence[Any]:
-    """Return :class:`~tcl.registrations.FeaturizerRegistration` records.
+    """Return :class:`~tcl.api.registrations.FeaturizerRegistration` records.
 
     Called once when the registry is built. A featurizer turns programs into model inputs
-    (see :class:`tcl.interfaces.Featurizer`).
+    (see :class:`tcl.api.interfaces.Featurizer`).
     """
 
 
 @hookspec
 def tcl_register_networks() -> Sequence[Any]:
-    """Return :class:`~tcl.registrations.NetworkRegistration` records (network suites).
+    """Return :class:`~tcl.api.registrations.NetworkRegistration` records (network suites).
 
     Called once when the registry is built. A network is a torch module plus example
     inputs, from which tuning tasks are extracted.
@@ -80,7 +80,7 @@ def tcl_register_networks() -> Sequence[Any]:
 @hookspec
 def tcl_on_records_measured(profile: str, task: str, records: Sequence[Any]) -> None:
     """Called after a batch of candidates of ``task`` was measured on ``profile`` and its
-    records were durably written. ``records`` are :class:`tcl.interfaces.MeasureResult`."""
+    records were durably written. ``records`` are :class:`tcl.api.programs.MeasureResult`."""
 
 
 @hookspec
