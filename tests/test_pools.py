@@ -136,7 +136,7 @@ def test_same_pool_in_another_process(target):
     code = (
         "import json, tvm\n"
         "from tests.test_pools import matmul, TARGET\n"
-        "from tcl.records.pools import generate_pool, program_key\n"
+        "from tcl.measurement.candidates import generate_pool\nfrom tcl.records.program_keys import program_key\n"
         "print(json.dumps([program_key(s) for s in generate_pool(matmul(32), TARGET, 12, seed=5, max_random=4)]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
