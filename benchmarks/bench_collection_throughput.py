@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tcl.api.measure import measure_with
     from tcl.api.profiles import get_profile
-    from tcl_plugins.backends import LocalBackend
+    from tcl_plugins.backends.local import LocalBackend
 
     profile = get_profile(args.profile)
     target = tvm.target.Target(profile.target)

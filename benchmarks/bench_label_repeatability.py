@@ -61,7 +61,7 @@ def pick(data: Path, profile: str, tasks: int, programs: int, seed: int) -> list
 
 def measurer(side: str, profile):
     """A function (mod, schedules) -> list[MeasureResult] and a close function."""
-    from tcl_plugins.backends import LocalBackend
+    from tcl_plugins.backends.local import LocalBackend
 
     backend = LocalBackend(profile)
     if side == "engine":

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.api.profiles import get_profile
-    from tcl_plugins.backends import LocalBackend
+    from tcl_plugins.backends.local import LocalBackend
 
     log(f"imports {time.perf_counter() - t0:.1f}s")
     profile = get_profile(args.profile)

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from tcl_plugins.rdu import RDUSampler
+from tcl_plugins.samplers.rdu import RDUSampler
 
 
 def synthetic(n: int, dim: int, rng: np.random.Generator, blobs: int = 50) -> np.ndarray:

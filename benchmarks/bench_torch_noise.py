@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from tcl.learning.training import torch_threads
-from tcl.tuning.tune import _time_torch, resolve_network
+from tcl.tuning.compile import _time_torch
+from tcl.tuning.methods import resolve_network
 
 
 def main() -> None:

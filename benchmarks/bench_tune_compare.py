@@ -1,4 +1,4 @@
-"""Tuning methods side by side on one network and profile (:func:`tcl.tuning.tune.compare`), as one
+"""Tuning methods side by side on one network and profile (:func:`tcl.tuning.compare.compare`), as one
 JSON line: time and trials to reach the first method's best estimated latency, final
 end-to-end latency at equal trials, and each against torch eager.
 
@@ -31,7 +31,7 @@ def main() -> None:
 
     import torch
 
-    from tcl.tuning.tune import compare
+    from tcl.tuning.compare import compare
 
     torch.set_num_threads(1)
     summary = compare(

@@ -8,8 +8,9 @@ from conftest import BUNDLED, matmul_module, run_tcl
 
 from tcl.api.errors import TclError
 from tcl.learning.sampling import active_learning_offline, round_quotas, sample_offline
-from tcl.records.database import RecordWriter, load_records
+from tcl.records.database import load_records
 from tcl.records.pools import make_task
+from tcl.records.record_writer import RecordWriter
 
 TINY = {"epochs": 1, "batch_size": 64, "mc_passes": 2, "threads": 1, "verbose": False}
 

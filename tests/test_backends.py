@@ -27,7 +27,10 @@ from tcl.api import hookspecs  # noqa: E402
 from tcl.api.errors import TclError  # noqa: E402
 from tcl.api.measure import classify_error, measure_with  # noqa: E402
 from tcl.api.profiles import load_profile_file  # noqa: E402
-from tcl_plugins import backends  # noqa: E402
+from tcl_plugins.backends import register  # noqa: E402
+from tcl_plugins.backends.cuda import CUDABackend  # noqa: E402
+from tcl_plugins.backends.local import LocalBackend  # noqa: E402
+from tcl_plugins.backends.rpc import RPCBackend  # noqa: E402
 
 HAS_CUDA = bool(tvm.cuda(0).exist)
 NO_CUDA_REASON = "no CUDA device visible to TVM (tvm.cuda(0).exist is False)"
@@ -85,7 +88,7 @@ def profile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def local(profile_dir: Path):
-    backend = backends.LocalBackend(write_profile(profile_dir, "t-local", "local", threads=2))
+    backend = LocalBackend(write_profile(profile_dir, "t-local", "local", threads=2))
     yield backend
     backend.close()
 
@@ -96,21 +99,21 @@ def local(profile_dir: Path):
 def test_hook_registers_three_backends() -> None:
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    pm.register(backends)
+    pm.register(register)
     records = [r for batch in pm.hook.tcl_register_hardware_backends() for r in batch]
     assert {r.name: r.device for r in records} == {"local": "cpu", "rpc": "rpc", "cuda": "cuda"}
-    assert {r.name: r.factory for r in records}["local"] is backends.LocalBackend
+    assert {r.name: r.factory for r in records}["local"].resolve() is LocalBackend
 
 
 def test_bad_options_are_one_line_errors(profile_dir: Path) -> None:
     with pytest.raises(TclError, match=r"backend_options\.nonsense': unknown for backend local"):
-        backends.LocalBackend(write_profile(profile_dir, "t-bad", "local", options="nonsense = 1"))
+        LocalBackend(write_profile(profile_dir, "t-bad", "local", options="nonsense = 1"))
     with pytest.raises(TclError, match=r"backend_options\.device_key': expected a string, got nothing"):
-        backends.RPCBackend(
+        RPCBackend(
             write_profile(profile_dir, "t-rpc-bad", "rpc", options='tracker_host = "127.0.0.1"\ntracker_port = 9')
         )
     with pytest.raises(TclError, match="needs a target of kind llvm or c, got 'cuda'"):
-        backends.LocalBackend(write_profile(profile_dir, "t-kind", "local", target='kind = "cuda"'))
+        LocalBackend(write_profile(profile_dir, "t-kind", "local", target='kind = "cuda"'))
 
 
 def test_timeout_messages_are_classified() -> None:
@@ -162,7 +165,7 @@ def test_measure_with_accepts_prim_funcs(local) -> None:
 
 def test_run_timeout_becomes_timeout(profile_dir: Path) -> None:
     profile = write_profile(profile_dir, "t-timeout", "local", threads=1, measure="run_timeout_s = 1.0")
-    with backends.LocalBackend(profile) as backend:
+    with LocalBackend(profile) as backend:
         big = matmul_module(2048, "main")  # untiled: ~1 min single-threaded
         (res,) = backend.measure(big, [tvm.s_tir.Schedule(big)])
         assert res.error_kind == "timeout", res.error_msg
@@ -292,7 +295,7 @@ def test_rpc_measures_through_tracker(profile_dir: Path) -> None:
         options=f'tracker_host = "127.0.0.1"\ntracker_port = {tracker_port}\ndevice_key = "{key}"\n'
         "session_timeout_s = 30",
     )
-    backend = backends.RPCBackend(profile)
+    backend = RPCBackend(profile)
     try:
         backend.builder()  # its worker starts while the tracker and server come up
         _wait_for("the tracker", lambda: _port_open(tracker_port), procs)
@@ -338,7 +341,7 @@ def test_rpc_without_tracker_is_a_clear_error(profile_dir: Path) -> None:
         options=f'tracker_host = "127.0.0.1"\ntracker_port = {_free_port()}\n'
         'device_key = "nobody"\nsession_timeout_s = 1',
     )
-    backend = backends.RPCBackend(profile)
+    backend = RPCBackend(profile)
     try:
         with pytest.raises(TclError, match="cannot reach the RPC tracker"):
             backend.runner()
@@ -359,7 +362,7 @@ def test_cuda_backend_refuses_without_gpu(profile_dir: Path) -> None:
         target='kind = "cuda"\narch = "sm_90"\n[target.host]\nkind = "llvm"',
     )
     with pytest.raises(TclError, match=r"no CUDA device 0 visible to TVM") as info:
-        backends.CUDABackend(profile)
+        CUDABackend(profile)
     assert "\n" not in str(info.value)
 
 
@@ -379,7 +382,7 @@ def test_cuda_measures_candidates(profile_dir: Path) -> None:
         sch.bind(i1, "threadIdx.x")
         return sch
 
-    with backends.CUDABackend(profile) as backend:
+    with CUDABackend(profile) as backend:
         results = backend.measure(mod, [gpu_candidate(t) for t in (8, 16, 32)] + [tvm.s_tir.Schedule(mod)])
     assert [r.error_kind for r in results[:3]] == [None] * 3, [r.error_msg for r in results]
     assert all(t > 0 for r in results[:3] for t in r.run_secs)

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import matmul_module, run_tcl, start_tcl, wait_for_lines
 
-from tcl.records.database import RECORD_FILE, RecordWriter, load_records
+from tcl.records.database import RECORD_FILE, load_records
 from tcl.records.pools import make_task
 from tcl.records.program_keys import program_key
+from tcl.records.record_writer import RecordWriter
 
 
 @pytest.fixture(scope="module")

@@ -13,23 +13,13 @@ from conftest import matmul_module, run_tcl
 from tcl.api.errors import TclError
 from tcl.api.programs import MeasureResult, workload_ir_json
 from tcl.measurement.candidates import ensure_tensor_intrinsics, generate_pool
-from tcl.records.database import (
-    ERRORS_FILE,
-    FAILED_RUN_SECS,
-    MANIFEST_FILE,
-    RECORD_FILE,
-    WORKLOAD_FILE,
-    RecordWriter,
-    find_databases,
-    load_records,
-    read_manifest,
-    repair_tail,
-    tvm_json_dumps,
-    update_manifest,
-    workload_name,
-)
+from tcl.records.database import ERRORS_FILE, FAILED_RUN_SECS, RECORD_FILE, WORKLOAD_FILE, find_databases, load_records
+from tcl.records.manifest import MANIFEST_FILE, read_manifest, update_manifest
 from tcl.records.pools import make_task
 from tcl.records.program_keys import program_key
+from tcl.records.record_writer import RecordWriter
+from tcl.records.stored_files import repair_tail
+from tcl.records.tvm_json import tvm_json_dumps, workload_name
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 

@@ -13,7 +13,7 @@ from tcl.api.programs import ProgramSet
 from tcl.records.database import load_records
 from tcl.records.feature_cache import cache_files, cache_usage, cached_features, max_cache_bytes
 from tcl.records.tenset import import_tenset
-from tcl_plugins import featurizers as fz
+from tcl_plugins.featurizers.trace_seq import TraceSeqFeaturizer
 
 TENSET_SAMPLE = Path(__file__).parent / "data" / "tenset_sample.json"
 
@@ -42,7 +42,7 @@ def test_the_cap_evicts_the_least_recently_used_files(records, tmp_path, monkeyp
     cache = tmp_path / "features"
     monkeypatch.setenv("TCL_CACHE_MAX_MB", "0")  # no cap while filling
     a, b = sorted(records.tasks)[:2]
-    entries = [(fz.TraceSeqFeaturizer(), a), (fz.TraceSeqFeaturizer(), b), (fz.TraceSeqFeaturizer(length=32), a)]
+    entries = [(TraceSeqFeaturizer(), a), (TraceSeqFeaturizer(), b), (TraceSeqFeaturizer(length=32), a)]
     files = []
     for i, (featurizer, key) in enumerate(entries):  # written in order, then dated oldest first
         before = set(cache_files(cache))
@@ -57,7 +57,7 @@ def test_the_cap_evicts_the_least_recently_used_files(records, tmp_path, monkeyp
     monkeypatch.setenv("TCL_CACHE_MAX_MB", str(total / 1024 / 1024))
     cap = max_cache_bytes()
     before = set(cache_files(cache))
-    cached_features(fz.TraceSeqFeaturizer(length=16), only(records, b), cache)  # a new entry passes the cap
+    cached_features(TraceSeqFeaturizer(length=16), only(records, b), cache)  # a new entry passes the cap
     new = entry_of(cache, before - {files[1]})
     assert not files[1].exists()  # least recently used: gone
     assert files[0].exists() and new.exists()  # just used, just written: kept
@@ -67,7 +67,7 @@ def test_the_cap_evicts_the_least_recently_used_files(records, tmp_path, monkeyp
 def test_cache_command_shows_and_clears_only_its_files(records, tmp_path):
     root = tmp_path / "c"
     cache = root / "features"
-    cached_features(fz.TraceSeqFeaturizer(), records, cache)
+    cached_features(TraceSeqFeaturizer(), records, cache)
     n, size = cache_usage(cache)
     assert n == len(records.tasks) and size > 0
     foreign = cache / "notes.txt"

@@ -15,7 +15,20 @@ from tcl.api.programs import Program, ProgramSet
 from tcl.records.database import load_records
 from tcl.records.feature_cache import cached_features, default_cache_dir, program_keys
 from tcl.records.tenset import import_tenset
-from tcl_plugins import featurizers as fz
+from tcl_plugins.featurizers.per_store import PerStoreFeaturizer
+from tcl_plugins.featurizers.register import tcl_register_featurizers
+from tcl_plugins.featurizers.trace_seq import TraceSeqFeaturizer
+from tcl_plugins.featurizers.trace_seq_layout import (
+    ANN_SLOT,
+    COL_POST,
+    COL_TENSET,
+    DROPPED,
+    KIND_SLOT,
+    KINDS,
+    N_KINDS,
+    VAL0,
+    WIDTH,
+)
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 TENSET_SAMPLE = Path(__file__).parent / "data" / "tenset_sample.json"
@@ -44,7 +57,7 @@ def tenset(tmp_path_factory):
 
 
 def used_rows(x: np.ndarray) -> np.ndarray:
-    return x[:, :, : fz.N_KINDS].sum(axis=2) > 0
+    return x[:, :, :N_KINDS].sum(axis=2) > 0
 
 
 # ---- trace-seq -------------------------------------------------------------------------
@@ -52,68 +65,68 @@ def used_rows(x: np.ndarray) -> np.ndarray:
 
 def test_trace_seq_contract(mm):
     task, progs, _ = mm
-    f = fz.TraceSeqFeaturizer()
+    f = TraceSeqFeaturizer()
     x = f.featurize(task, progs)
     assert isinstance(x, np.ndarray) and x.dtype == np.float32
-    assert x.shape == (len(progs), 48, fz.WIDTH) and fz.WIDTH == 81
+    assert x.shape == (len(progs), 48, WIDTH) and WIDTH == 81
     assert np.isfinite(x).all()
     used = used_rows(x)
     # exactly one kind per used row, padding rows all zero, every program has rows
-    assert np.array_equal(x[:, :, : fz.N_KINDS][used].sum(axis=1), np.ones(used.sum(), dtype=np.float32))
+    assert np.array_equal(x[:, :, :N_KINDS][used].sum(axis=1), np.ones(used.sum(), dtype=np.float32))
     assert not x[~used].any()
     assert used.sum(axis=1).min() >= 10
     # deterministic, also in a fresh instance, and programs featurized alone give the same rows
     assert np.array_equal(x, f.featurize(task, progs))
-    assert np.array_equal(x, fz.TraceSeqFeaturizer().featurize(task, progs))
+    assert np.array_equal(x, TraceSeqFeaturizer().featurize(task, progs))
     assert np.array_equal(x, np.concatenate([f.featurize(task, [p]) for p in progs]))
     # distinct programs give distinct features (names are abstracted, so not always)
     assert len({a.tobytes() for a in x}) >= 0.9 * len(progs)
     # postprocessing rows are flagged, after the first rows
-    post = x[:, :, fz.COL_POST] > 0
+    post = x[:, :, COL_POST] > 0
     assert post.any(axis=1).all() and not post[:, 0].any()
 
 
 def test_trace_seq_merges_decisions(mm):
     task, progs, _ = mm
-    x = fz.TraceSeqFeaturizer(length=80).featurize(task, progs)
+    x = TraceSeqFeaturizer(length=80).featurize(task, progs)
     insts, decisions = progs[0].trace
     dec = dict(decisions)
-    rows = [i for i, inst in enumerate(insts) if inst[0] not in fz.DROPPED]
+    rows = [i for i, inst in enumerate(insts) if inst[0] not in DROPPED]
     tile = next(i for i in rows if insts[i][0] == "SamplePerfectTile")
     r = rows.index(tile)
     row = x[0, r]
-    assert row[fz.KIND_SLOT["SamplePerfectTile"]] == 1
+    assert row[KIND_SLOT["SamplePerfectTile"]] == 1
     n, max_inner = insts[tile][2]
     expect = np.log1p(np.array([n, max_inner, *dec[tile]], dtype=np.float32))
-    assert np.allclose(row[fz.VAL0 : fz.VAL0 + len(expect)], expect)
+    assert np.allclose(row[VAL0 : VAL0 + len(expect)], expect)
     # the Split using the sampled factors carries them too
     split = next(i for i in rows if i > tile and insts[i][0] == "Split" and insts[tile][3][0] in insts[i][1])
     srow = x[0, rows.index(split)]
-    assert np.allclose(srow[fz.VAL0 : fz.VAL0 + len(dec[tile])], np.log1p(np.array(dec[tile], dtype=np.float32)))
+    assert np.allclose(srow[VAL0 : VAL0 + len(dec[tile])], np.log1p(np.array(dec[tile], dtype=np.float32)))
     # the unroll Annotate carries the chosen value of its SampleCategorical
     cat = next(i for i in rows if insts[i][0] == "SampleCategorical")
     chosen = insts[cat][2][0][dec[cat]]
     ann = next(i for i in rows if insts[i][0] == "Annotate" and insts[cat][3][0] in insts[i][1])
     arow = x[0, rows.index(ann)]
-    assert arow[fz.ANN_SLOT["meta_schedule.unroll_explicit"]] == 1
-    assert math.isclose(arow[fz.VAL0], math.log1p(chosen), rel_tol=1e-6)
+    assert arow[ANN_SLOT["meta_schedule.unroll_explicit"]] == 1
+    assert math.isclose(arow[VAL0], math.log1p(chosen), rel_tol=1e-6)
 
 
 def test_trace_seq_options(mm):
     task, progs, schedules = mm
-    short = fz.TraceSeqFeaturizer(length=8).featurize(task, progs)
-    assert short.shape == (len(progs), 8, fz.WIDTH)
-    assert np.array_equal(short, fz.TraceSeqFeaturizer().featurize(task, progs)[:, :8])
-    kept = fz.TraceSeqFeaturizer(length=80, drop_lookups=False).featurize(task, progs)
-    assert kept[:, :, fz.KIND_SLOT["GetLoops"]].any() and used_rows(kept).sum() > used_rows(short).sum()
-    assert fz.TraceSeqFeaturizer(length=8).cache_token != fz.TraceSeqFeaturizer().cache_token
+    short = TraceSeqFeaturizer(length=8).featurize(task, progs)
+    assert short.shape == (len(progs), 8, WIDTH)
+    assert np.array_equal(short, TraceSeqFeaturizer().featurize(task, progs)[:, :8])
+    kept = TraceSeqFeaturizer(length=80, drop_lookups=False).featurize(task, progs)
+    assert kept[:, :, KIND_SLOT["GetLoops"]].any() and used_rows(kept).sum() > used_rows(short).sum()
+    assert TraceSeqFeaturizer(length=8).cache_token != TraceSeqFeaturizer().cache_token
     # a live Trace in place of the JSON gives the same features
     live = [Program(task_key=task.key, trace=s.trace, schedule=s) for s in schedules[:4]]
-    f = fz.TraceSeqFeaturizer()
+    f = TraceSeqFeaturizer()
     assert np.array_equal(f.featurize(task, live), f.featurize(task, progs[:4]))
-    assert f.featurize(task, []).shape == (0, 48, fz.WIDTH)
+    assert f.featurize(task, []).shape == (0, 48, WIDTH)
     with pytest.raises(TclError):
-        fz.TraceSeqFeaturizer(length=0)
+        TraceSeqFeaturizer(length=0)
 
 
 def test_trace_seq_unknown_kinds_and_records_from_disk(mm, tmp_path):
@@ -121,7 +134,7 @@ def test_trace_seq_unknown_kinds_and_records_from_disk(mm, tmp_path):
     import tvm
 
     from tcl.api.programs import MeasureResult
-    from tcl.records.database import RecordWriter
+    from tcl.records.record_writer import RecordWriter
 
     with RecordWriter(tmp_path / "db", profile="x86-avx2") as w:
         w.add(
@@ -131,12 +144,12 @@ def test_trace_seq_unknown_kinds_and_records_from_disk(mm, tmp_path):
         )
     ps = load_records(tmp_path / "db")
     disk = ps.programs[task.key]
-    f = fz.TraceSeqFeaturizer()
+    f = TraceSeqFeaturizer()
     assert np.array_equal(f.featurize(task, disk), f.featurize(task, progs[:6]))
     insts, decisions = progs[0].trace
     odd = Program(task_key=task.key, trace=[[["SomeFutureKind", ["b0"], [7], ["b1"]], *insts], decisions])
     row = f.featurize(task, [odd])[0, 0]
-    assert row[fz.KIND_SLOT["other"]] == 1 and math.isclose(row[fz.VAL0], math.log1p(7), rel_tol=1e-6)
+    assert row[KIND_SLOT["other"]] == 1 and math.isclose(row[VAL0], math.log1p(7), rel_tol=1e-6)
     for broken in ([[["Split"]], []], [["not an instruction"], []], "garbage"):
         with pytest.raises(TclError, match="trace-seq: (malformed|a MetaSchedule trace must be)"):
             f.featurize(task, [Program(task_key=task.key, trace=broken)])
@@ -145,21 +158,21 @@ def test_trace_seq_unknown_kinds_and_records_from_disk(mm, tmp_path):
 
 
 def test_trace_seq_tenset_steps(tenset):
-    f = fz.TraceSeqFeaturizer()
+    f = TraceSeqFeaturizer()
     for task, progs in tenset:
         x = f.featurize(task, progs)
-        assert x.shape == (len(progs), 48, fz.WIDTH) and x.dtype == np.float32
+        assert x.shape == (len(progs), 48, WIDTH) and x.dtype == np.float32
         used = used_rows(x)
         assert np.array_equal(used.sum(axis=1), [min(len(p.trace), 48) for p in progs])
-        assert (x[:, :, fz.COL_TENSET][used] == 1).all() and not x[:, :, fz.COL_POST].any()
-        assert not x[:, :, fz.KIND_SLOT["other"]].any()  # every step kind of the sample is mapped
+        assert (x[:, :, COL_TENSET][used] == 1).all() and not x[:, :, COL_POST].any()
+        assert not x[:, :, KIND_SLOT["other"]].any()  # every step kind of the sample is mapped
         distinct_steps = {repr(p.trace) for p in progs}
         assert len({a.tobytes() for a in x}) == len(distinct_steps)
         # an SP step carries its split lengths first
         pos, step = next((i, s) for i, s in enumerate(progs[0].trace) if s[0] == "SP")
-        assert x[0, pos, fz.KIND_SLOT["Split"]] == 1
+        assert x[0, pos, KIND_SLOT["Split"]] == 1
         lengths = np.log1p(np.array(step[4], dtype=np.float32))
-        assert np.allclose(x[0, pos, fz.VAL0 : fz.VAL0 + len(lengths)], lengths)
+        assert np.allclose(x[0, pos, VAL0 : VAL0 + len(lengths)], lengths)
 
 
 # ---- per-store -------------------------------------------------------------------------
@@ -167,7 +180,7 @@ def test_trace_seq_tenset_steps(tenset):
 
 def test_per_store(mm):
     task, progs, schedules = mm
-    f = fz.PerStoreFeaturizer(target=TARGET, batch=3)
+    f = PerStoreFeaturizer(target=TARGET, batch=3)
     feats = f.featurize(task, progs[:6])
     assert isinstance(feats, list) and len(feats) == 6
     for a in feats:
@@ -178,20 +191,20 @@ def test_per_store(mm):
     live = [Program(task_key=task.key, trace=p.trace, schedule=s) for p, s in zip(progs[:6], schedules[:6])]
     assert all(np.array_equal(a, b) for a, b in zip(feats, f.featurize(task, live)))
     assert len({a.tobytes() for a in feats}) >= 4
-    assert f.cache_token == "cpu" and fz.PerStoreFeaturizer(target={"kind": "cuda"}).cache_token == "gpu"
+    assert f.cache_token == "cpu" and PerStoreFeaturizer(target={"kind": "cuda"}).cache_token == "gpu"
     assert f.featurize(task, []) == []
 
 
 def test_per_store_refuses_tenset(tenset):
     task, progs = next(iter(tenset))
     with pytest.raises(TclError, match="no TVM workload"):
-        fz.PerStoreFeaturizer().featurize(task, progs)
+        PerStoreFeaturizer().featurize(task, progs)
 
 
 # ---- cache and registration ------------------------------------------------------------
 
 
-class Counting(fz.TraceSeqFeaturizer):
+class Counting(TraceSeqFeaturizer):
     calls = 0
 
     def featurize(self, task, programs):
@@ -219,7 +232,7 @@ def test_cache_hit_and_version_miss(mm, tenset, tmp_path):
     f.version = "changed"
     cached_features(f, records, tmp_path)
     assert Counting.calls == len(records.tasks)
-    f.version = fz.TraceSeqFeaturizer.version
+    f.version = TraceSeqFeaturizer.version
     Counting.calls = 0
     cached_features(Counting(length=16), records, tmp_path)  # another cache token: a miss
     assert Counting.calls == len(records.tasks)
@@ -240,7 +253,7 @@ def test_cache_ragged_per_store(mm, tmp_path):
     task, progs, _ = mm
     records = ProgramSet()
     records.add(task, progs[:4])
-    f = fz.PerStoreFeaturizer(target=TARGET)
+    f = PerStoreFeaturizer(target=TARGET)
     first = cached_features(f, records, tmp_path)[task.key]
     [path] = list(tmp_path.rglob("*.npz"))
     with np.load(path) as z:
@@ -265,14 +278,14 @@ def test_default_cache_dir(monkeypatch, tmp_path, mm):
 def test_vocabulary_is_tvms():
     from tvm.s_tir.schedule import InstructionKind
 
-    tvm_kinds = [k for k in fz.KINDS if k not in ("FollowSplit", "FollowFusedSplit", "ComputeRoot", "other")]
+    tvm_kinds = [k for k in KINDS if k not in ("FollowSplit", "FollowFusedSplit", "ComputeRoot", "other")]
     assert len(tvm_kinds) == len(set(tvm_kinds)) == 52
     for kind in tvm_kinds:
         InstructionKind.get(kind)  # raises for a kind TVM does not register
 
 
 def test_registration():
-    regs = {r.name: r for r in fz.tcl_register_featurizers()}
+    regs = {r.name: r for r in tcl_register_featurizers()}
     assert set(regs) == {"per-store", "trace-seq"}
     for name, reg in regs.items():
         obj = reg.factory()

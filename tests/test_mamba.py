@@ -1,4 +1,5 @@
-"""tcl.mamba against a slow loop-over-time reference, and its state dict against mamba-ssm's."""
+"""The pure-torch Mamba block against a slow loop-over-time reference, and its state dict
+against mamba-ssm's."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tcl import mamba
-from tcl.mamba import Mamba, RMSNorm, selective_scan
+from tcl_plugins.cost_models import mamba_block
+from tcl_plugins.cost_models.mamba_block import Mamba, RMSNorm, selective_scan
 
 
 def reference_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False):
@@ -89,7 +90,7 @@ def scan_inputs(batch, d, N, L, dtype, big_delta, seed=0):
 @pytest.mark.parametrize("options", [True, False], ids=["D-z-bias-softplus", "bare"])
 def test_scan_matches_reference_with_gradients(dtype, big_delta, options, monkeypatch):
     # A small work buffer makes the batch of 8 run in blocks of 3, 3 and 2.
-    monkeypatch.setattr(mamba, "_BLOCK_NUMEL", 3 * 13 * 16 * 24)
+    monkeypatch.setattr(mamba_block, "_BLOCK_NUMEL", 3 * 13 * 16 * 24)
     inputs = scan_inputs(8, 24, 16, 13, dtype, big_delta)
     if not options:  # the op's own paths without skip, gate and softplus; delta must be > 0
         inputs = {k: inputs[k] for k in ("u", "delta", "A", "B", "C")}
@@ -127,8 +128,10 @@ def test_scan_ops_are_well_formed_custom_ops(gated):
     # D, z and softplus present or absent together
     extra = [torch.randn(d, generator=g), torch.randn(L, b, d, generator=g)] if gated else [None, None]
     gy = torch.randn(L, b, d, generator=g)
-    torch.library.opcheck(mamba._scan_backward, args + extra + [gated, gy])
-    torch.library.opcheck(mamba._scan, [t.requires_grad_() if t is not None else None for t in args + extra] + [gated])
+    torch.library.opcheck(mamba_block._scan_backward, args + extra + [gated, gy])
+    torch.library.opcheck(
+        mamba_block._scan, [t.requires_grad_() if t is not None else None for t in args + extra] + [gated]
+    )
 
 
 @pytest.mark.slow
@@ -183,7 +186,7 @@ def test_block_on_sequences_shorter_than_the_conv(L):
 
 
 def test_block_without_autograd_runs_in_chunks_of_the_batch(monkeypatch):
-    monkeypatch.setattr(mamba, "_PREDICT_CHUNK", 2)  # a batch of 5: chunks of 2, 2 and 1
+    monkeypatch.setattr(mamba_block, "_PREDICT_CHUNK", 2)  # a batch of 5: chunks of 2, 2 and 1
     torch.manual_seed(0)
     m = Mamba(16)
     x = torch.randn(5, 9, 16)
@@ -285,9 +288,9 @@ def test_mamba_ssm_path_computes_the_same(inner, monkeypatch):
     m = Mamba(16)  # float32: mamba-ssm's path casts A, D and the dt bias to float32
     x = torch.randn(3, 9, 16)
     ours = m(x)
-    monkeypatch.setattr(mamba, "_mamba_ssm_ops", lambda t: (reference_scan, mamba_inner_ref if inner else None))
+    monkeypatch.setattr(mamba_block, "_mamba_ssm_ops", lambda t: (reference_scan, mamba_inner_ref if inner else None))
     assert rel_err(m(x), ours) < TOL[torch.float32]
 
 
 def test_mamba_ssm_is_not_used_on_cpu():
-    assert mamba._mamba_ssm_ops(torch.zeros(1)) is None
+    assert mamba_block._mamba_ssm_ops(torch.zeros(1)) is None

@@ -20,7 +20,8 @@ from tcl.measurement.tasks import (
     prepare_for_tuning,
     task_key,
 )
-from tcl_plugins import networks, register_networks
+from tcl_plugins.networks.definitions import bert_tiny, mlp_mixer, resnet18
+from tcl_plugins.networks.register import tcl_register_networks
 
 TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 
@@ -53,7 +54,7 @@ EXPECTED_OUTPUT = {
 FAST_RUN = {"bert-tiny", "vit-tiny", "gpt-block", "bert-base", "vit-base", "llama-block", "wav2vec2"}
 FAST_EXTRACT = {"llama-block", "wav2vec2"}
 
-REGISTRATIONS = {r.name: r for r in register_networks.tcl_register_networks()}
+REGISTRATIONS = {r.name: r for r in tcl_register_networks()}
 
 
 def _marked(names, fast):
@@ -106,12 +107,12 @@ def test_network_extracts_tasks(name):
 def test_factory_is_deterministic_and_leaves_global_rng_alone():
     torch.manual_seed(123)
     before = torch.random.get_rng_state()
-    a, b = networks.bert_tiny(seed=7), networks.bert_tiny(seed=7)
+    a, b = bert_tiny(seed=7), bert_tiny(seed=7)
     assert torch.equal(torch.random.get_rng_state(), before)
     assert torch.equal(a.example_inputs[0], b.example_inputs[0])
     with torch.no_grad():
         assert torch.equal(a.module(*a.example_inputs), b.module(*a.example_inputs))
-    c = networks.bert_tiny(seed=8)
+    c = bert_tiny(seed=8)
     assert not torch.equal(a.module.word.weight, c.module.word.weight)
 
 
@@ -180,7 +181,7 @@ def test_prepared_module_computes_what_torch_computes():
 
 
 def test_simple_tasks_are_dropped_unless_asked_for():
-    definition = networks.bert_tiny()
+    definition = bert_tiny()
     kept = extract_tasks(definition, TARGET)
     every = extract_tasks(definition, TARGET, include_simple_tasks=True)
     kept_keys, every_keys = {t.key for t in kept}, {t.key for t in every}
@@ -234,8 +235,8 @@ def test_same_workload_gets_same_key_across_networks(tmp_path):
 
 def test_real_networks_share_the_classifier_task():
     """ResNet-18 and MLP-Mixer both end in Linear(512, 1000) on one vector."""
-    resnet = {t.key: t for t in extract_tasks(networks.resnet18(), TARGET)}
-    mixer = {t.key: t for t in extract_tasks(networks.mlp_mixer(), TARGET)}
+    resnet = {t.key: t for t in extract_tasks(resnet18(), TARGET)}
+    mixer = {t.key: t for t in extract_tasks(mlp_mixer(), TARGET)}
     shared = set(resnet) & set(mixer)
     assert len(shared) == 1
     assert "matmul" in resnet[shared.pop()].name

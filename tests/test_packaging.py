@@ -44,5 +44,9 @@ def test_wheel_ships_profiles_and_builtin_plugins(tmp_path):
     shipped = {Path(f).name for f in files if f.startswith("tcl/hardware_profiles/")}
     expected = {p.name for p in (ROOT / "hardware_profiles").glob("*.toml")}
     assert expected and expected <= shipped
-    assert "tcl_plugins/samplers.py" in files
-    assert "[tcl.plugins]" in entry_points and "tcl_plugins.samplers" in entry_points
+    modules = {f"tcl/{p.relative_to(ROOT / 'tcl')}" for p in (ROOT / "tcl").rglob("*.py")}
+    modules |= {f"tcl_plugins/{p.relative_to(ROOT / 'plugins')}" for p in (ROOT / "plugins").rglob("*.py")}
+    assert not modules - files  # every subpackage of tcl and tcl_plugins is listed in pyproject.toml
+    weights = {Path(f).relative_to("tcl_plugins") for f in files if f.endswith("/weights.pt")}
+    assert weights == {p.relative_to(ROOT / "plugins") for p in (ROOT / "plugins").glob("pretrained/*/*/weights.pt")}
+    assert "[tcl.plugins]" in entry_points and "tcl_plugins.samplers.register" in entry_points

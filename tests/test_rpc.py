@@ -102,9 +102,9 @@ def two_servers(tmp_path):
                     )
                 )
         from tcl.api.profiles import load_profile_file
-        from tcl_plugins import backends
+        from tcl_plugins.backends.rpc import RPCBackend
 
-        config = backends.RPCBackend(load_profile_file(profile)).rpc_config()
+        config = RPCBackend(load_profile_file(profile)).rpc_config()
         _wait_for("both servers to register", lambda: config.count_num_servers() == 2, procs)
         yield profile, logs
     finally:
@@ -122,10 +122,10 @@ def test_rpc_spreads_candidates_over_every_server_of_the_key(two_servers):
     from test_backends import tiled
 
     from tcl.api.profiles import load_profile_file
-    from tcl_plugins import backends
+    from tcl_plugins.backends.rpc import RPCBackend
 
     profile, logs = two_servers
-    backend = backends.RPCBackend(load_profile_file(profile))
+    backend = RPCBackend(load_profile_file(profile))
     try:
         assert backend.runner().pool._threadpool._max_workers == 2  # one session at a time per server
         mod = matmul_module(64, "main")

@@ -8,17 +8,17 @@ import pytest
 
 from tcl.api.errors import TclError
 from tcl.records.splits import load_split
-from tcl_plugins import register_networks
+from tcl_plugins.networks.register import tcl_register_networks
 
 SPLIT = Path(__file__).resolve().parents[1] / "data" / "split.toml"
 
 
 def test_repo_split_puts_every_builtin_network_in_exactly_one_part():
     split = load_split(SPLIT)
-    registered = {r.name for r in register_networks.tcl_register_networks()}
+    registered = {r.name for r in tcl_register_networks()}
     assert sorted(split.networks) == sorted(registered)
     assert len(split.test) >= 3 and split.validation and len(split.train) >= 10
-    families = {r.name: r.family for r in register_networks.tcl_register_networks()}
+    families = {r.name: r.family for r in tcl_register_networks()}
     # every held-out family is also trained on (the test asks for generalization, not a new operator)
     assert {families[n] for n in split.test} <= {families[n] for n in split.train}
 

@@ -12,14 +12,9 @@ import numpy as np
 import pytest
 
 from tcl.api.errors import TclError
-from tcl.records.database import (
-    ERRORS_FILE,
-    TENSET_RECORD_FILE,
-    TENSET_WORKLOAD_FILE,
-    RecordWriter,
-    load_records,
-    read_manifest,
-)
+from tcl.records.database import ERRORS_FILE, TENSET_RECORD_FILE, TENSET_WORKLOAD_FILE, load_records
+from tcl.records.manifest import read_manifest
+from tcl.records.record_writer import RecordWriter
 from tcl.records.tenset import import_tenset, tenset_task_key
 
 SAMPLE = Path(__file__).parent / "data" / "tenset_sample.json"

@@ -250,7 +250,7 @@ def dirty_records() -> ProgramSet:
 
 
 def test_failed_nan_and_single_program_tasks_are_excluded_with_counts(caplog):
-    from tcl_plugins.cost_models import MLPCostModel
+    from tcl_plugins.cost_models.mlp import MLPCostModel
 
     ps = dirty_records()
     clean, counts = clean_records(ps)
@@ -277,7 +277,7 @@ def test_failed_nan_and_single_program_tasks_are_excluded_with_counts(caplog):
 
 
 def test_empty_training_sets_are_one_line_errors():
-    from tcl_plugins.cost_models import MLPCostModel
+    from tcl_plugins.cost_models.mlp import MLPCostModel
 
     model = MLPCostModel(featurizer=StoreFeaturizer(), epochs=1, verbose=False)
     only_failed = ProgramSet()
@@ -315,7 +315,7 @@ class EpochRecorder:
 
 def test_epoch_hook_is_called_and_can_stop_training():
     from tcl.api.discovery import registry
-    from tcl_plugins.cost_models import TLPCostModel
+    from tcl_plugins.cost_models.tlp import TLPCostModel
 
     ps = synthetic_records(n_tasks=3, n=16)
     train, valid = split_by_task(ps, 0.34, seed=0)
@@ -332,7 +332,7 @@ def test_epoch_hook_is_called_and_can_stop_training():
 
 
 def test_early_stopping_keeps_the_best_epoch():
-    from tcl_plugins.cost_models import MLPCostModel
+    from tcl_plugins.cost_models.mlp import MLPCostModel
 
     ps = synthetic_records(n_tasks=4, n=20)
     train, valid = split_by_task(ps, 0.25, seed=0)
@@ -345,7 +345,7 @@ def test_early_stopping_keeps_the_best_epoch():
 
 
 def test_mamba_embed_and_uncertainty_on_synthetic_sequences():
-    from tcl_plugins.cost_models import MambaCostModel
+    from tcl_plugins.cost_models.mamba import MambaCostModel
 
     ps = synthetic_records(n_tasks=2, n=12)
     model = MambaCostModel(featurizer=SeqFeaturizer(), epochs=2, batch_size=12, layers=1, verbose=False)
@@ -409,7 +409,8 @@ def small_real():
     if records is None:
         train, test = split_programs(synthetic_records(n_tasks=3, n=PER_TASK), 0.3, seed=0)
         return train, test, StoreFeaturizer(), SeqFeaturizer(), False
-    from tcl_plugins.featurizers import PerStoreFeaturizer, TraceSeqFeaturizer
+    from tcl_plugins.featurizers.per_store import PerStoreFeaturizer
+    from tcl_plugins.featurizers.trace_seq import TraceSeqFeaturizer
 
     train, test = split_programs(records, 0.3, seed=0)
     return train, test, Memo(PerStoreFeaturizer()), Memo(TraceSeqFeaturizer()), True
@@ -428,7 +429,8 @@ def _top1(model, test):
 
 @pytest.fixture(scope="module")
 def trained(small_real):
-    from tcl_plugins.cost_models import MLPCostModel, TLPCostModel
+    from tcl_plugins.cost_models.mlp import MLPCostModel
+    from tcl_plugins.cost_models.tlp import TLPCostModel
 
     train, test, store_fz, seq_fz, _real = small_real
     mlp = MLPCostModel(featurizer=store_fz, epochs=30, batch_size=32, verbose=False)
@@ -446,7 +448,7 @@ def test_models_beat_random_scoring_on_held_out_programs(small_real, trained, na
 
 @pytest.mark.parametrize("name", ["mlp", "tlp"])
 def test_checkpoint_round_trip_gives_identical_predictions(small_real, trained, tmp_path, name):
-    from tcl_plugins.cost_models import load_model
+    from tcl_plugins.cost_models.loading import load_model
 
     model = trained[name]
     model.save(tmp_path / "ckpt")
@@ -463,7 +465,8 @@ def test_checkpoint_round_trip_gives_identical_predictions(small_real, trained, 
 
 
 def test_checkpoint_with_other_featurizer_or_model_is_refused(trained, tmp_path):
-    from tcl_plugins.cost_models import MLPCostModel, TLPCostModel
+    from tcl_plugins.cost_models.mlp import MLPCostModel
+    from tcl_plugins.cost_models.tlp import TLPCostModel
 
     mlp = trained["mlp"]
     mlp.save(tmp_path / "mlp")
@@ -500,7 +503,8 @@ def test_xgb_trains_on_real_records_and_round_trips(small_real, tmp_path):
     train, test, store_fz, _seq, real = small_real
     if not real:
         pytest.skip("xgb needs TVM workloads: no bundled records")
-    from tcl_plugins.cost_models import XGBCostModel, load_model
+    from tcl_plugins.cost_models.loading import load_model
+    from tcl_plugins.cost_models.xgb import XGBCostModel
 
     model = XGBCostModel(featurizer=store_fz, verbose=False, nthread=1)
     model.fit(train, seed=0)

@@ -17,10 +17,11 @@ from tcl.api.profiles import get_profile
 from tcl.api.programs import MeasureResult
 from tcl.learning.evaluation import load_checkpoint
 from tcl.learning.transfer import load_platform, run_sequence, select_sample, transfer_once, transfer_step
-from tcl.records.database import RECORD_FILE, RecordWriter, load_records
+from tcl.records.database import RECORD_FILE, load_records
 from tcl.records.pools import load_pool, save_pool
 from tcl.records.program_keys import program_key
-from tcl_plugins.transfer import listwise_kl
+from tcl.records.record_writer import RecordWriter
+from tcl_plugins.transfer.base import listwise_kl
 
 PROFILES = ("x86-avx512", "x86-avx2")
 HELD_OUT = "bert-tiny"

@@ -331,7 +331,7 @@ def test_a_budget_that_cannot_reach_every_task_is_warned_about():
 
 def test_curve_keeps_the_fastest_repeat_and_marks_rounds_timed_under_load(tmp_path):
     from tcl.api.programs import Task
-    from tcl.tuning.tune import Curve
+    from tcl.tuning.curve import Curve
 
     tasks = [Task(key="a", name="a", weight=2.0), Task(key="b", name="b", weight=1.0)]
     curve = Curve(tmp_path / "curve.json", "m", tasks, None, {}, 0)
@@ -386,7 +386,7 @@ import torch
 import tvm
 from tvm import relax
 
-from tcl.tuning.tune import resolve_network
+from tcl.tuning.methods import resolve_network
 
 path, network = sys.argv[1], sys.argv[2]
 _, definition = resolve_network(network, (4, 64))  # the same weights and input as the tuning run

@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from tcl.cli.progress import RichReporter
     from tcl.cli.transfer_cmd import default_pool, default_teacher
     from tcl.learning.transfer import adapt
-    from tcl.records.database import write_atomic
-    from tcl.tuning.tune import compare
+    from tcl.records.stored_files import write_atomic
+    from tcl.tuning.compare import compare
 
     if args.trials < 1:
         raise TclError(f"--trials must be at least 1, got {args.trials}")

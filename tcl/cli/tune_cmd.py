@@ -72,7 +72,9 @@ def add_parser(subparsers: Any) -> None:
 
 def run_tune(args: argparse.Namespace) -> int:
     from tcl.api.errors import TclError
-    from tcl.tuning.tune import compare, parse_shape, tune_network
+    from tcl.tuning.compare import compare
+    from tcl.tuning.methods import parse_shape
+    from tcl.tuning.tune import tune_network
 
     if (args.cost_model is None) == (args.compare is None):
         raise TclError("give exactly one of --cost-model and --compare")

@@ -123,7 +123,7 @@ def run_config(
     config_path: Path, out_dir: Path, *, registry: Any, progress: Callable[[str], None] = lambda _: None
 ) -> dict[str, Any]:
     """Validate, run and write config.resolved.json, results.json and results.png."""
-    from tcl.records.database import write_atomic
+    from tcl.records.stored_files import write_atomic
 
     module, cfg = prepare(config_path, registry)
     out_dir.mkdir(parents=True, exist_ok=True)

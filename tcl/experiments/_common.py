@@ -53,7 +53,8 @@ def check_data(cfg: Mapping[str, Any]) -> None:
 
 
 def _check_networks(key: str, data: Path, profiles: Sequence[str], held_out: Sequence[str]) -> None:
-    from tcl.records.database import find_databases, read_manifest
+    from tcl.records.database import find_databases
+    from tcl.records.manifest import read_manifest
 
     networks: dict[str, set[str]] = {}
     for db in find_databases(data):

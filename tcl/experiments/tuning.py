@@ -1,6 +1,6 @@
 """``kind = "tuning"``: tune one network with several cost models and compare them.
 
-A thin wrapper of :func:`tcl.tuning.tune.compare` per profile and seed (each in
+A thin wrapper of :func:`tcl.tuning.compare.compare` per profile and seed (each in
 ``OUT/<profile>/seed-<seed>/``); its rows (time to the baseline's best, latencies,
 speedups) come back tagged with profile and seed, and its own curves plot stays there.
 """
@@ -39,7 +39,7 @@ def _methods(cfg: dict[str, Any]) -> list[str]:
 def _network(cfg: dict[str, Any]) -> tuple[str, bool]:
     """The network and whether it is a user's file (path/file.py:ClassName), whose path is
     then made relative to the config file like the methods."""
-    from tcl.tuning.tune import file_network
+    from tcl.tuning.methods import file_network
 
     network = cfg["tuning"]["network"]
     in_file = file_network(network)
@@ -50,7 +50,8 @@ def _network(cfg: dict[str, Any]) -> tuple[str, bool]:
 
 
 def validate(cfg: dict[str, Any], registry: Any) -> None:
-    from tcl.tuning.tune import baseline_index, resolve_method, resolve_network
+    from tcl.tuning.compare import baseline_index
+    from tcl.tuning.methods import resolve_method, resolve_network
 
     tun = cfg["tuning"]
     if not tun["methods"] or tun["trials"] < 1:
@@ -80,7 +81,7 @@ def _baseline(cfg: dict[str, Any]) -> str | None:
 
 
 def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
-    from tcl.tuning.tune import compare
+    from tcl.tuning.compare import compare
 
     exp, tun = cfg["experiment"], cfg["tuning"]
     rows = []

@@ -27,8 +27,10 @@ from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
 from tcl.measurement.tasks import extract_tasks
-from tcl.records.database import RecordWriter, load_records, update_manifest
+from tcl.records.database import load_records
+from tcl.records.manifest import update_manifest
 from tcl.records.pools import Pool, is_pool, load_pool, make_task, save_pool, trace_to_schedule
+from tcl.records.record_writer import RecordWriter
 
 POOL_SUBDIR = "pool"
 

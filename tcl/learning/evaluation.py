@@ -16,7 +16,9 @@ from tcl.api.interfaces import CostModel
 from tcl.api.programs import ProgramSet
 from tcl.learning.metric_intervals import bootstrap_intervals, chance_scores
 from tcl.learning.metrics import evaluate, top_k_score
-from tcl.records.database import RECORD_FILE, find_databases, iter_json_lines, read_manifest, stored_file
+from tcl.records.database import RECORD_FILE, find_databases
+from tcl.records.manifest import read_manifest
+from tcl.records.stored_files import iter_json_lines, stored_file
 
 CONFIG_FILE = "config.json"
 

@@ -18,7 +18,8 @@ from tcl.api.errors import TclError
 from tcl.api.interfaces import CostModel, checked_selection
 from tcl.api.programs import MeasureResult, ProgramSet
 from tcl.api.validation import budget_count
-from tcl.records.database import RecordWriter, update_manifest
+from tcl.records.manifest import update_manifest
+from tcl.records.record_writer import RecordWriter
 from tcl.records.staging import require_new_directory, staged_directory
 
 

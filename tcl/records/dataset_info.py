@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from tcl.api.programs import ProgramSet
-from tcl.records.database import find_databases, load_records, read_manifest
+from tcl.records.database import find_databases, load_records
+from tcl.records.manifest import read_manifest
 
 NO_PROFILE = "(none)"
 

@@ -16,7 +16,7 @@ Pool directory format (version 2; version 1, without origins, is read too)::
                            (:mod:`tcl.measurement.candidates`; left out when unknown); tasks'
                            candidates in order
 
-Lines are in TVM's JSON dialect (:func:`tcl.records.database.tvm_json_dumps`). The files are
+Lines are in TVM's JSON dialect (:func:`tcl.records.tvm_json.tvm_json_dumps`). The files are
 deliberately *not* named like TVM's JSONDatabase files, so a pool is never
 mistaken for measured records. Files are written to temporary names and renamed, metadata
 last: a half-written pool has no ``tcl_pool.json`` and is refused.
@@ -35,9 +35,11 @@ import attrs
 
 from tcl.api.errors import TclError
 from tcl.api.programs import Program, ProgramSet, Task, workload_module
-from tcl.records.database import stored_lines, tvm_json_dumps, tvm_version, workload_name, write_atomic
+from tcl.records.manifest import tvm_version
 from tcl.records.program_keys import program_key
+from tcl.records.stored_files import stored_lines, write_atomic
 from tcl.records.trace_json import plain_json, trace_to_json
+from tcl.records.tvm_json import tvm_json_dumps, workload_name
 
 log = logging.getLogger(__name__)
 

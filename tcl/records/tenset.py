@@ -28,7 +28,7 @@ is no TVM workload IR and TVM must never try to read these as its own database::
 * ``costs`` are TenSet's seconds; failed runs store ``[1e10]`` exactly as MetaSchedule stores
   failed runs, and the reason (``error_no`` mapped to build / run / timeout / unknown, and
   its auto_scheduler name) goes to ``tcl_errors.json``.
-* Lines are written in TVM's JSON dialect by the same :class:`tcl.records.database.RecordWriter`,
+* Lines are written in TVM's JSON dialect by the same :class:`tcl.records.record_writer.RecordWriter`,
   so a killed import is repaired like any record directory.
 
 One import is one platform: input holding several target strings is refused unless
@@ -48,7 +48,8 @@ import attrs
 
 from tcl.api.errors import TclError
 from tcl.api.programs import MeasureResult, Task
-from tcl.records.database import RecordWriter, update_manifest
+from tcl.records.manifest import update_manifest
+from tcl.records.record_writer import RecordWriter
 from tcl.records.staging import require_new_directory, staged_directory
 
 #: auto_scheduler's MeasureErrorNo, and the kind of failure each is for us.

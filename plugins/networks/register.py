@@ -1,11 +1,11 @@
-"""Registers the built-in networks; their torch definitions in tcl_plugins.networks load on first use."""
+"""Registers the built-in networks; their torch definitions (tcl_plugins.networks.definitions) load on first use."""
 
 from __future__ import annotations
 
 from tcl.api.hookspecs import hookimpl
 from tcl.api.registrations import Deferred, NetworkRegistration
 
-IMPL = "tcl_plugins.networks"
+IMPL = "tcl_plugins.networks.definitions"
 
 
 @hookimpl

@@ -41,10 +41,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tcl.api.hookspecs import hookimpl
 from tcl.api.interfaces import CostModel, Featurizer, Sampler
 from tcl.api.programs import Program, Task
-from tcl.api.registrations import SamplerRegistration
 
 log = logging.getLogger(__name__)
 
@@ -282,7 +280,7 @@ class RDUSampler(Sampler):
         if self._featurizer is None:
             name = self._featurizer_spec
             if name == "trace-seq":
-                from tcl_plugins.featurizers import TraceSeqFeaturizer
+                from tcl_plugins.featurizers.trace_seq import TraceSeqFeaturizer
 
                 self._featurizer = TraceSeqFeaturizer()
             else:
@@ -409,28 +407,6 @@ class RDUSampler(Sampler):
         return sorted(out)
 
 
-_VARIANTS = {"rdu-r": (1.0, 0.0, 0.0), "rdu-d": (0.0, 1.0, 0.0), "rdu-u": (0.0, 0.0, 1.0)}
-
-
-@hookimpl
-def tcl_register_samplers() -> list[SamplerRegistration]:
-    regs = [
-        SamplerRegistration(
-            name="rdu",
-            factory=RDUSampler,
-            needs_model=True,
-            description="TCL's RDU active learning: k-means representativeness + greedy k-center diversity + "
-            "MC-dropout uncertainty (weights w_r, w_d, w_u; a 0 weight drops a criterion)",
-        )
-    ]
-    for name, (r, d, u) in _VARIANTS.items():
-        regs.append(
-            SamplerRegistration(
-                name=name,
-                factory=functools.partial(RDUSampler, w_r=r, w_d=d, w_u=u),
-                needs_model=(u > 0),
-                description=f"RDU ablation: only the {name[-1].upper()} criterion (rdu with w_r={r:g}, w_d={d:g}, "
-                f"w_u={u:g})",
-            )
-        )
-    return regs
+#: The single-criterion ablations, registered as ``rdu-r``, ``rdu-d`` and ``rdu-u``: name -> (w_r, w_d, w_u)
+VARIANTS = {"rdu-r": (1.0, 0.0, 0.0), "rdu-d": (0.0, 1.0, 0.0), "rdu-u": (0.0, 0.0, 1.0)}
+rdu_r, rdu_d, rdu_u = (functools.partial(RDUSampler, w_r=r, w_d=d, w_u=u) for r, d, u in VARIANTS.values())

@@ -1,0 +1,266 @@
+"""Compiling a tuned network: each task's schedule chosen from the tuning records (or a default
+schedule), the network built with Relax, its output checked against torch and both timed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from tcl.api.errors import TclError
+from tcl.api.measure import measure_with
+from tcl.learning.training import torch_threads
+from tcl.measurement.default_schedule import apply_defaults, is_scheduled
+from tcl.measurement.tasks import import_network, prepare_for_tuning
+from tcl.records.tvm_log import quiet_tvm_warnings
+from tcl.tuning.contexts import tune_contexts
+from tcl.tuning.curve import finite_or_none
+
+CHOICE_POPULATION = 64
+
+
+def _leaves(obj: Any) -> list[np.ndarray]:
+    """Output tensors of torch or of the Relax VM, flattened in order."""
+    if isinstance(obj, (list, tuple)) or type(obj).__name__ == "Array":
+        return [leaf for item in obj for leaf in _leaves(item)]
+    return [obj.detach().numpy() if hasattr(obj, "detach") else obj.numpy()]
+
+
+def choose_schedules(
+    tasks: Sequence[Any], target: Any, cost_model: Any, *, seed: int = 0, population: int = 512
+) -> dict[str, Any]:
+    """``{task name: scheduled PrimFunc}``: for each task, the candidate MetaSchedule's
+    evolutionary search ranks first by ``cost_model``'s predictions alone, none of them built
+    or measured. The population is capped at :data:`CHOICE_POPULATION`: on a busy 2-core
+    machine a 128-candidate search with the mlp checkpoint took 18 s per resnet-18 task."""
+    import tvm.s_tir.meta_schedule as ms
+
+    chosen = {}
+    population = min(population, CHOICE_POPULATION)
+    for task, ctx in zip(tasks, tune_contexts(tasks, target, seed, population, eps_greedy=0.0)):
+        try:
+            ctx.pre_tuning(
+                max_trials=1,
+                num_trials_per_iter=1,
+                design_spaces=ctx.generate_design_space(),
+                database=ms.database.MemoryDatabase(),
+                cost_model=cost_model,
+            )
+            candidates = ctx.generate_measure_candidates()
+            ctx.post_tuning()
+        except (RuntimeError, ValueError):  # TVM found no valid candidate for this task: it gets a default schedule
+            candidates = None
+        if candidates:
+            chosen[task.name] = candidates[0].sch.mod["main"]
+    return chosen
+
+
+def pick_fastest(
+    tasks: Sequence[Any], best: Sequence[float], chosen: Mapping[str, Any], target: Any, backend: Any
+) -> tuple[dict[str, str], dict[str, dict[str, float | None]]]:
+    """Per task, whichever runs fastest of its best tuned record (``best``, seconds), its
+    default schedule and the model's unmeasured pick (``chosen``), the latter two built and
+    timed once here: ``({task name: "tuned" | "default" | "model"}, {task name: seconds of each})``.
+    A few random samples of a large design space (what a small budget measures, or an
+    untrained XGB picks) can be slower than the default schedule."""
+    import tvm
+
+    builder, runner = backend.builder(), backend.runner()
+    picks, seconds = {}, {}
+    for task, tuned in zip(tasks, best):
+        candidates = {"default": apply_defaults(tvm.IRModule({"main": task.mod["main"]}), target)[0]}
+        if task.name in chosen:
+            candidates["model"] = tvm.IRModule({"main": chosen[task.name]})
+        options = {"tuned": tuned}
+        for label, result in zip(
+            candidates, measure_with(builder, runner, target, task.mod, list(candidates.values()))
+        ):
+            options[label] = min(result.run_secs) if result.ok else math.inf
+        fastest = min(options, key=options.get)
+        picks[task.name] = (
+            fastest if math.isfinite(options[fastest]) else ("model" if task.name in chosen else "default")
+        )
+        seconds[task.name] = {label: finite_or_none(value) for label, value in options.items()}
+    return picks, seconds
+
+
+def compile_and_check(
+    definition: Any,
+    target: Any,
+    db_dir: Path,
+    threads: int,
+    *,
+    repeats: int = 20,
+    chosen: Mapping[str, Any] | None = None,
+    use_default: set[str] | frozenset[str] = frozenset(),
+    export: Path | None = None,
+) -> dict[str, Any]:
+    """Compile the network with the best records of ``db_dir`` (and the schedules in ``chosen``,
+    by function name, for functions without a record; default schedules for the functions
+    named in ``use_default`` even where a record exists), check it against torch on the
+    example inputs (raises TclError when they differ) and time both (median of ``repeats``;
+    TVM with the profile's threads, torch with whichever of those and one thread is faster).
+    With ``export``, the compiled library is written there once its output has matched torch."""
+    import torch
+    import tvm
+    import tvm.s_tir.meta_schedule as ms
+    from tvm import relax
+
+    start = time.perf_counter()
+    with quiet_tvm_warnings():
+        mod = prepare_for_tuning(import_network(definition), target)
+        executable, functions = _compile_with_database(
+            mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)), chosen or {}, use_default
+        )
+    compile_s = time.perf_counter() - start
+    with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
+        want = _leaves(definition.module(*definition.example_inputs))
+        # torch at its best here: with the profile's threads and with one (on a busy machine
+        # OpenMP barriers make two threads many times slower than one)
+        torch_times = {}
+        for n in sorted({1, int(threads)}):
+            with torch_threads(n):
+                torch_times[n] = _time_torch(definition.module, definition.example_inputs, repeats)
+    torch_threads_best = min(torch_times, key=torch_times.get)
+    time.sleep(0.5)  # let torch's OpenMP workers go to sleep before TVM runs
+    dev = tvm.cpu()
+    tvm.get_global_func("runtime.config_threadpool")(1, int(threads))
+    vm = relax.VirtualMachine(executable, dev)
+    inputs = [tvm.runtime.tensor(x.numpy(), dev) for x in definition.example_inputs]
+    got = _leaves(vm["main"](*inputs))
+    if len(got) != len(want):
+        raise TclError(f"compiled network returns {len(got)} outputs, torch {len(want)}")
+    worst = 0.0
+    for g, w in zip(got, want):
+        scale = max(1.0, float(np.abs(w).max()) if w.size else 1.0)
+        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-3, atol=1e-4 * scale):
+            err = float(np.abs(g - w).max()) if g.shape == w.shape else math.inf
+            raise TclError(
+                f"the tuned network's output differs from torch (shape {g.shape} vs {w.shape}, "
+                f"max abs error {err:.3g}, largest |torch| {scale:.3g})"
+            )
+        worst = max(worst, float(np.abs(g - w).max()) / scale if w.size else 0.0)
+    if export is not None:
+        with quiet_tvm_warnings():
+            export_library(executable, export)
+    timer = vm.time_evaluator("main", dev, number=5, repeat=repeats, min_repeat_ms=0)
+    latency = float(np.median(timer(*inputs).results))
+    return {
+        "latency_s": latency,
+        "torch_latency_s": torch_times[torch_threads_best],
+        "torch_threads": torch_threads_best,
+        "torch_latency_by_threads_s": torch_times,
+        "compile_s": compile_s,
+        "tuned_functions": functions["tuned"],
+        "model_chosen_functions": functions["model"],
+        "default_functions": functions["default"],
+        "unscheduled_functions": functions["unscheduled"],
+        "exported": None if export is None else str(export),
+        "max_rel_error": worst,
+        "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)",
+    }
+
+
+def _compile_with_database(
+    mod: Any,
+    target: Any,
+    database: Any,
+    chosen: Mapping[str, Any],
+    use_default: set[str] | frozenset[str] = frozenset(),
+) -> tuple[Any, dict[str, Any]]:
+    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, the
+    ``chosen`` schedules for functions it did not schedule (``model``), default
+    schedules (:mod:`tcl.measurement.default_schedule`) for every function it left unscheduled, then TVM's
+    lowering, via ``tvm.compile``; also which functions got a tuned schedule (``tuned``), which
+    a default one (``default``: name → rule) and which none (``unscheduled``). Not
+    ``ms.relax_integration.compile_relax``: it runs
+    LegalizeOps/FuseOps/FuseTIR again, which on our already fused module re-fuses the
+    functions (measured on bert-tiny: none of the 8 tuned matmul/norm tasks was then found
+    in the database, and the network ran ~50x slower than the sum of its tuned kernels)."""
+    import tvm
+    from tvm import relax
+
+    T = relax.transform
+    # after applying the database: what compile_relax runs after fusion on CPU targets (TVM 0.27 has no CPU entry in
+    # relax.pipeline.dataflow_lower_passes / finalize_passes)
+    passes = [
+        T.RewriteDataflowReshape(),
+        T.ToNonDataflow(),
+        T.RemovePurityChecking(),
+        T.CallTIRRewrite(),
+        T.StaticPlanBlockMemory(),
+        T.LowerAllocTensor(),
+        T.KillAfterLastUse(),
+        T.LowerRuntimeBuiltin(),
+        T.ComputePrimValue(),
+        T.VMShapeLower(),
+        T.AttachGlobalSymbol(),
+    ]
+
+    functions: dict[str, Any] = {}
+
+    @tvm.transform.module_pass(opt_level=3)
+    def pipeline(mod: Any, _ctx: Any) -> Any:
+        unscheduled = {gv.name_hint: f for gv, f in mod.functions.items() if gv.name_hint in use_default}
+        mod = T.MetaScheduleApplyDatabase()(mod)
+        for gv in list(mod.get_global_vars()):
+            if gv.name_hint in unscheduled:
+                mod[gv] = unscheduled[gv.name_hint]
+        functions["tuned"] = sorted(
+            gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc) and is_scheduled(f)
+        )
+        functions["model"] = []
+        for gv, func in list(mod.functions_items()):
+            if gv.name_hint in chosen and isinstance(func, tvm.tirx.PrimFunc) and not is_scheduled(func):
+                mod[gv] = _in_place_of(chosen[gv.name_hint], func)
+                functions["model"].append(gv.name_hint)
+        mod, functions["default"] = apply_defaults(mod, target)
+        functions["unscheduled"] = sorted(
+            gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc) and not is_scheduled(f)
+        )
+        return tvm.transform.Sequential(passes)(mod)
+
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        return tvm.compile(mod, target=target, relax_pipeline=pipeline), functions
+
+
+def export_library(executable: Any, path: Path) -> None:
+    """The compiled network as a shared library that TVM's runtime loads (``tvm.runtime.load_module``
+    then ``relax.VirtualMachine``), written whole or not at all."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    executable.export_library(str(tmp))
+    tmp.replace(path)
+
+
+def check_export_path(path: Path) -> Path:
+    """Refuse, before any work, a library path TVM could not write: it needs a ``.so`` name in an existing folder."""
+    path = Path(path)
+    if path.suffix != ".so":
+        raise TclError(f"--export {path}: the library's name must end in .so")
+    if not path.parent.is_dir():
+        raise TclError(f"--export {path}: no such folder {path.parent}")
+    return path
+
+
+def _in_place_of(scheduled: Any, func: Any) -> Any:
+    """``scheduled`` (a task's PrimFunc, named ``main``) under ``func``'s attributes, marked scheduled."""
+    for key, value in func.attrs.items():
+        scheduled = scheduled.with_attr(key, value)
+    return scheduled.with_attr("tirx.is_scheduled", True)
+
+
+def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:
+    for _ in range(3):
+        module(*inputs)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            module(*inputs)
+        times.append((time.perf_counter() - t0) / number)
+    return float(np.median(times))

@@ -1,0 +1,123 @@
+"""What a tuning run tunes (a registered network or a model file) and with which cost model:
+TVM's own (``xgb``, ``random``) or one of our checkpoints inside MetaSchedule.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, Sequence
+
+import attrs
+
+from tcl.api import discovery
+from tcl.api.errors import TclError
+from tcl.api.interfaces import NetworkDefinition
+from tcl.learning.evaluation import load_checkpoint
+from tcl.tuning.bridge import BridgeCostModel, TimedCostModel
+from tcl.tuning.pretrained import pretrained_dir
+
+TVM_MODELS = ("xgb", "random")
+
+
+def file_network(spec: str) -> tuple[Path, str] | None:
+    """``(path, ClassName)`` when ``spec`` names a user's network file (``path/file.py:ClassName``),
+    None for a registered network's name."""
+    path_text, _, cls_name = spec.rpartition(":")
+    return (Path(path_text), cls_name) if path_text.endswith(".py") else None
+
+
+def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: int = 0) -> tuple[str, Any]:
+    """``(name, NetworkDefinition)`` of a registered network or of ``path/file.py:ClassName``
+    (built without arguments, fed ``torch.randn(input_shape)``)."""
+    in_file = file_network(spec)
+    if in_file is None:
+        if input_shape is not None:
+            raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
+
+        return spec, discovery.registry().get("networks", spec).factory(seed=seed)
+    import torch
+
+    path, cls_name = in_file
+    if not cls_name.isidentifier():
+        raise TclError(f"network {spec!r}: expected path/file.py:ClassName")
+    if not path.is_file():
+        raise TclError(f"network {spec!r}: no such file {path}")
+    if not input_shape:
+        raise TclError(f"network {spec!r}: a file network needs --input-shape, e.g. 1,3,32,32")
+    module_spec = importlib.util.spec_from_file_location(f"tcl_user_network_{path.stem}", path)
+    user = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(user)
+        cls = getattr(user, cls_name)
+    except AttributeError:
+        raise TclError(f"network {spec!r}: {path} defines no {cls_name}") from None
+    except Exception as exc:  # the user's file may raise anything
+        raise TclError(f"network {spec!r}: importing {path} failed: {type(exc).__name__}: {exc}") from None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        try:
+            module = cls()
+        except Exception as exc:
+            raise TclError(f"network {spec!r}: {cls_name}() failed: {type(exc).__name__}: {exc}") from None
+        if not isinstance(module, torch.nn.Module):
+            raise TclError(f"network {spec!r}: {cls_name}() is a {type(module).__name__}, not a torch.nn.Module")
+        example = torch.randn(*input_shape)
+    return f"{path.stem}:{cls_name}", NetworkDefinition(module=module.eval(), example_inputs=(example,))
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(d <= 0 for d in shape):
+        raise TclError(f"--input-shape {text!r}: expected positive integers separated by commas, e.g. 1,3,32,32")
+    return shape
+
+
+@attrs.frozen
+class Method:
+    """A cost model to tune with: TVM's own (``xgb``/``random``) or one of our checkpoints."""
+
+    label: str
+    tvm_name: str | None = None
+    checkpoint: Path | None = None
+    online: bool = False
+
+
+def resolve_method(spec: str, profile: str, online: bool = False) -> Method:
+    """``xgb``/``random`` (TVM's), a checkpoint directory, or a model name with a pretrained checkpoint."""
+    suffix = "+online" if online else ""
+    if spec in TVM_MODELS:
+        return Method(label=spec, tvm_name=spec)
+    path = Path(spec)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise TclError(f"cost model {spec!r}: {path} is not a checkpoint (no config.json)")
+        return Method(label=path.name + suffix, checkpoint=path, online=online)
+
+    if spec in discovery.registry().names("cost_models"):
+        shipped = pretrained_dir(profile, spec)
+        if shipped is not None and (shipped / "config.json").is_file():
+            return Method(label=spec + suffix, checkpoint=shipped, online=online)
+        raise TclError(
+            f"cost model {spec!r}: no pretrained checkpoint for profile {profile} "
+            f"({shipped}); train one with tcl train --model {spec} and pass its directory"
+        )
+    raise TclError(
+        f"cost model {spec!r}: expected xgb, random, a checkpoint directory or a cost model "
+        f"with a pretrained checkpoint ({', '.join(discovery.registry().names('cost_models'))})"
+    )
+
+
+def ms_cost_model(method: Method, seed: int) -> Any:
+    """The method as a MetaSchedule cost model, timed (``.stats``) whichever it is."""
+    import tvm.s_tir.meta_schedule as ms
+
+    if method.tvm_name is not None:
+        return TimedCostModel(ms.cost_model.CostModel.create(method.tvm_name, num_tuning_cores=1))
+
+    return TimedCostModel(
+        BridgeCostModel(load_checkpoint(method.checkpoint, verbose=False, threads=1), online=method.online, seed=seed)
+    )
