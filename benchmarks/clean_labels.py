@@ -18,7 +18,7 @@ from typing import Any
 from tcl.api import discovery
 from tcl.api.programs import ProgramSet
 from tcl.experiments._common import fit_score, summarize
-from tcl.learning.training import split_by_network
+from tcl.learning.record_sets import split_by_network
 from tcl.records.database import load_records
 from tcl.records.feature_cache import default_cache_dir
 

@@ -167,7 +167,7 @@ def test_cli_bad_workload_index_is_one_line(tmp_path):
 
 
 def test_training_counts_invalid_records_apart_from_failed_runs(tmp_path):
-    from tcl.learning.training import clean_records
+    from tcl.learning.record_sets import clean_records
 
     lines = [record_line(0, [1e-4]), record_line(0, [1e10]), record_line(1, [-1.0]), record_line(1, "abc")]
     clean, counts = clean_records(load_records(write_db(tmp_path / "db", lines)))

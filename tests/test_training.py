@@ -17,15 +17,8 @@ from tcl.api.hookspecs import hookimpl
 from tcl.api.interfaces import Featurizer
 from tcl.api.programs import Program, ProgramSet, Task
 from tcl.learning import metrics
-from tcl.learning.training import (
-    StopTraining,
-    clean_records,
-    lambdarank_loss,
-    make_batches,
-    split_by_network,
-    split_by_task,
-    split_programs,
-)
+from tcl.learning.record_sets import clean_records, split_by_network, split_by_task, split_programs
+from tcl.learning.training import StopTraining, lambdarank_loss, make_batches
 
 AVX2 = BUNDLED / "x86-avx2"
 INF = math.inf

@@ -9,9 +9,7 @@ import torch
 from torch import nn
 
 from tcl.api.errors import TclError
-from tcl.learning.training import (
-    Group,
-)
+from tcl.learning.training import Group
 from tcl_plugins.cost_models.features import PackedStores
 from tcl_plugins.cost_models.torch_model import ResidualLinear, TorchCostModel
 

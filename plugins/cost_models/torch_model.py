@@ -19,10 +19,10 @@ from tcl.api import validation
 from tcl.api.errors import TclError
 from tcl.api.interfaces import CostModel, Featurizer
 from tcl.api.programs import Program, ProgramSet, Task
+from tcl.learning.record_sets import dataset_fingerprint
 from tcl.learning.training import (
     Group,
     TrainConfig,
-    dataset_fingerprint,
     make_groups,
     predict_groups,
     resolve_device,

@@ -15,10 +15,8 @@ from tcl.api.errors import TclError
 from tcl.api.interfaces import CostModel, Featurizer
 from tcl.api.programs import Program, ProgramSet, Task
 from tcl.learning import metrics as tcl_metrics
-from tcl.learning.training import (
-    dataset_fingerprint,
-    make_groups,
-)
+from tcl.learning.record_sets import dataset_fingerprint
+from tcl.learning.training import make_groups
 from tcl_plugins.cost_models.checkpoints import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,

@@ -71,7 +71,7 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
 def run_train(args: argparse.Namespace) -> int:
     from tcl.api import discovery
     from tcl.learning.evaluation import require_checkpoint_dir, score_records
-    from tcl.learning.training import clean_records, split_by_network, split_by_task
+    from tcl.learning.record_sets import clean_records, split_by_network, split_by_task
     from tcl.records.database import load_records
 
     require_checkpoint_dir(args.out)
@@ -97,7 +97,7 @@ def run_train(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from tcl.api.profiles import get_profile
     from tcl.learning.evaluation import checkpoint_config, load_checkpoint, record_cpus, score_records
-    from tcl.learning.training import split_by_network
+    from tcl.learning.record_sets import split_by_network
     from tcl.records.database import load_records
 
     config = checkpoint_config(args.model)

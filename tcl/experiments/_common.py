@@ -162,7 +162,7 @@ def model_options(cfg: Mapping[str, Any], options: Mapping[str, Any]) -> dict[st
 def split(cfg: Mapping[str, Any], profile: str) -> tuple[ProgramSet, ProgramSet]:
     """(training networks, held-out networks) of ``profile``'s measured records; the held-out
     ones from ``eval_data`` when it is set."""
-    from tcl.learning.training import split_by_network
+    from tcl.learning.record_sets import split_by_network
     from tcl.records.database import load_records
 
     exp = cfg["experiment"]

@@ -88,7 +88,8 @@ def _one_profile(cfg: Mapping[str, Any], profile: str, progress: Callable[[str],
     """The rows of one profile: every model over every seed, held-out split then folds."""
     from tcl.api.discovery import registry as current_registry
     from tcl.learning.evaluation import Predictions
-    from tcl.learning.training import split_by_network, torch_threads
+    from tcl.learning.record_sets import split_by_network
+    from tcl.learning.training import torch_threads
 
     registry, exp, folds = current_registry(), cfg["experiment"], cfg["models"]["folds"]
     rows = []

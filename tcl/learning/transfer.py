@@ -29,7 +29,7 @@ from tcl.api.programs import ProgramSet
 from tcl.api.validation import budget_count
 from tcl.learning.collect import collect
 from tcl.learning.evaluation import load_checkpoint, score_records
-from tcl.learning.training import clean_records, split_by_network
+from tcl.learning.record_sets import clean_records, split_by_network
 from tcl.records.database import load_records
 from tcl.records.pools import is_pool, load_pool, save_pool
 from tcl.records.record_writer import RecordWriter

@@ -3,7 +3,7 @@
 A split is by network, not by task, so that a held-out score says how a model does on a
 network it never saw. A workload shared by networks of several parts belongs to the most
 held-out of them (test, then validation): a task of a test network is never trained on,
-even when a training network also has it (the rule of ``tcl.learning.training.split_by_network``).
+even when a training network also has it (the rule of ``tcl.learning.record_sets.split_by_network``).
 
 File format (``data/split.toml`` is the project's)::
 
