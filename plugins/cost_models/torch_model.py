@@ -17,7 +17,7 @@ from torch import nn
 import tcl
 from tcl.api import validation
 from tcl.api.errors import TclError
-from tcl.api.interfaces import CostModel, Featurizer
+from tcl.api.interfaces import CostModel, Featurizer, OnlineUpdatable
 from tcl.api.programs import Program, ProgramSet, Task
 from tcl.learning.record_sets import dataset_fingerprint
 from tcl.learning.training import (
@@ -71,7 +71,7 @@ class ResidualLinear(nn.Module):
         return x + self.dropout(F.relu(self.linear(x)))
 
 
-class TorchCostModel(CostModel):
+class TorchCostModel(CostModel, OnlineUpdatable):
     """Common part of ``mlp``, ``tlp`` and ``mamba``: featurize, train, predict, save, load.
 
     Options (all keyword): ``featurizer`` (name or object), ``epochs``, ``lr``,
@@ -209,6 +209,21 @@ class TorchCostModel(CostModel):
         twin.heads = copy.deepcopy(self.heads)
         twin.fisher = copy.deepcopy(self.fisher)
         return twin
+
+    def update_online(self, records: ProgramSet, *, epochs: int, seed: int) -> None:
+        groups, counts = make_groups(records, self._featurize_set)
+        base = self.train_config
+        config = TrainConfig(
+            epochs=epochs,
+            lr=base.lr,
+            weight_decay=base.weight_decay,
+            batch_size=base.batch_size,
+            grad_clip=base.grad_clip,
+            device=str(self.device),
+            verbose=False,
+            threads=base.threads,
+        )
+        train_ranking(self.module, self._collate, groups, None, config=config, name=self.name, seed=seed, counts=counts)
 
     def parameter_count(self) -> int:
         """Parameters of the network plus those of other platforms' heads."""

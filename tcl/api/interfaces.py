@@ -84,6 +84,17 @@ class CostModel(abc.ABC):
         """Read a model written by :meth:`save`; mismatches raise :class:`tcl.api.errors.TclError`."""
 
 
+class OnlineUpdatable(abc.ABC):
+    """A cost model that can learn during tuning (``tcl tune --online``): implement this beside
+    :class:`CostModel` and the MetaSchedule bridge fine-tunes it on each task's newest
+    measurements."""
+
+    @abc.abstractmethod
+    def update_online(self, records: ProgramSet, *, epochs: int, seed: int) -> None:
+        """Train ``epochs`` more epochs on ``records`` (one task's latest measured programs),
+        otherwise with the model's own training settings, printing nothing."""
+
+
 class Sampler(abc.ABC):
     """Chooses which candidates of a task's pool to measure."""
 

@@ -28,10 +28,9 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tcl.api.errors import TclError
-from tcl.api.interfaces import CostModel
+from tcl.api.interfaces import CostModel, OnlineUpdatable
 from tcl.api.programs import Program, ProgramSet, Task
 from tcl.learning.evaluation import load_checkpoint
-from tcl.learning.training import TrainConfig, make_groups, train_ranking
 from tcl.records.pools import make_task
 from tcl.tuning.pretrained import pretrained_dir
 
@@ -52,10 +51,8 @@ class ScoreScale:
 
 
 def _require_trainable(model: CostModel) -> None:
-    """Online fine-tuning drives the model's torch module with the shared trainer."""
-    for attr in ("module", "_collate", "_featurize_set", "train_config"):
-        if getattr(model, attr, None) is None:
-            raise TclError(f"cost model {model.name} cannot be fine-tuned online (only torch models: mlp, tlp, mamba)")
+    if not isinstance(model, OnlineUpdatable):
+        raise TclError(f"cost model {model.name} cannot be fine-tuned online (it does not implement OnlineUpdatable)")
 
 
 class BridgeState:
@@ -117,25 +114,10 @@ class BridgeState:
             self.scales.pop(task.key, None)  # the model changed: scale anew
 
     def _fine_tune(self, task: Task, programs: list[Program]) -> None:
-        model = self.model
         records = ProgramSet()
         records.add(task, programs)
-        groups, counts = make_groups(records, model._featurize_set)
-        base = model.train_config
-        config = TrainConfig(
-            epochs=self.epochs,
-            lr=base.lr,
-            weight_decay=base.weight_decay,
-            batch_size=base.batch_size,
-            grad_clip=base.grad_clip,
-            device=str(model.device),
-            verbose=False,
-            threads=base.threads,
-        )
         self.seed += 1
-        train_ranking(
-            model.module, model._collate, groups, None, config=config, name=model.name, seed=self.seed, counts=counts
-        )
+        self.model.update_online(records, epochs=self.epochs, seed=self.seed)
 
 
 @derived_object
