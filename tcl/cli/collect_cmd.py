@@ -9,7 +9,7 @@ from typing import Any
 
 from tcl.cli.common import add_budget_option, add_seed_option, comma_list
 from tcl.cli.progress import RichReporter
-from tcl.validation import option, whole
+from tcl.validation import fraction, option, whole
 
 
 def add_parser(subparsers: Any) -> None:
@@ -45,7 +45,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--pool-random",
-        type=float,
+        type=option(fraction, float),
         default=None,
         help="largest share of a new pool drawn by random sampling, 0-1 (default: as many as it finds)",
     )

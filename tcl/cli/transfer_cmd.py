@@ -18,16 +18,21 @@ from tcl.cli.common import (
     print_json,
 )
 from tcl.errors import TclError
-from tcl.validation import option, whole
+from tcl.validation import number, option, whole
 
 DEFAULT_TEACHER = ("x86-avx2", "mamba")  # plugins/pretrained/<profile>/<model>
 
 
 def _strategy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--lam", type=float, default=None, help="continual-kd: weight of the distillation term (default 2)"
+        "--lam",
+        type=option(number, float, inclusive=True),
+        default=None,
+        help="continual-kd: weight of the distillation term (default 2)",
     )
-    parser.add_argument("--tau", type=float, default=None, help="continual-kd: softmax temperature (default 4)")
+    parser.add_argument(
+        "--tau", type=option(number, float), default=None, help="continual-kd: softmax temperature (default 4)"
+    )
     parser.add_argument(
         "--distill-on",
         choices=("labelled", "pool"),
