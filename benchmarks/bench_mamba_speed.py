@@ -1,6 +1,6 @@
 """CPU speed of TCL's Mamba cost model against TLP's attention model, side by side.
 
-The models are the shipped ones, ``plugins.cost_models.MambaNet`` and ``TLPNet`` (width 256, as
+The models are the shipped ones, ``tcl_plugins.cost_models.mamba.MambaNet`` and ``tcl_plugins.cost_models.tlp.TLPNet`` (width 256, as
 TLP), at equal depth, one sequence-mixing block each:
 
 * ``tlp``: TLPNet, one 8-head self-attention layer;
@@ -40,7 +40,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from plugins.cost_models import MambaNet, TLPNet  # noqa: E402
+from tcl_plugins.cost_models.mamba import MambaNet  # noqa: E402
+from tcl_plugins.cost_models.tlp import TLPNet  # noqa: E402
 
 MODELS = {
     "tlp": lambda f: TLPNet(f),

@@ -311,6 +311,32 @@ def test_numeric_options_out_of_range_are_one_line(tmp_path, args, message):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["tune", "--network", "bert-tiny", "--profile", "native", "--trials", "-1"], "--trials: must be a whole"),
+        (["tune", "--network", "bert-tiny", "--profile", "native", "--trials", "4", "--repeats", "0"], "--repeats"),
+        (["quickstart", "--budget", "0"], "--budget: must be a fraction in (0, 1]"),
+        (["quickstart", "--population", "-3"], "--population: must be a whole number >= 1"),
+        (
+            ["collect", "--profile", "x86-avx2", "--network", "bert-tiny", "--pool-size", "4", "--pool-random", "1.5"],
+            "--pool-random: must be a fraction in [0, 1]",
+        ),
+        (["train", "--model", "mlp", "--data", str(BUNDLED), "--valid-fraction", "1"], "must be a fraction in [0, 1)"),
+        (
+            ["transfer", "--profile", "x86-avx2", "--data", str(BUNDLED), "--tau", "0"],
+            "--tau: must be a finite number > 0",
+        ),
+    ],
+)
+def test_tuning_and_training_options_out_of_range_are_one_line(tmp_path, args, message):
+    out = tmp_path / "out"
+    proc = run_tcl(*args, "--out", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
 def test_train_refuses_a_record_directory_as_out_before_training(tmp_path):
     data = Path(shutil.copytree(BUNDLED / "x86-generic", tmp_path / "data"))
     before = sorted(p.name for p in data.iterdir())

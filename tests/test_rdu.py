@@ -1,4 +1,4 @@
-"""The RDU sampler (plugins/rdu.py): edge budgets, measured/duplicate handling, determinism,
+"""The RDU sampler (plugins/samplers/rdu.py): edge budgets, measured/duplicate handling, determinism,
 diversity on a blob layout, and uncertainty from a real (tiny, 1-epoch) TLP cost model."""
 
 from __future__ import annotations

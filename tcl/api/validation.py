@@ -35,6 +35,19 @@ def number(value: Any, what: str = "", *, minimum: float = 0.0, inclusive: bool 
     return float(value)
 
 
+def fraction(value: Any, what: str = "", *, one: bool = True) -> float:
+    """``value`` if it is a share in [0, 1] (in [0, 1) when ``one`` is false)."""
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and (0 <= value <= 1 if one else 0 <= value < 1)
+    )
+    if not ok:
+        raise TclError(f"{_label(what)}must be a fraction in [0, {'1]' if one else '1)'}, got {value!r}")
+    return float(value)
+
+
 def budget(value: Any, what: str = "") -> float:
     """A per-task budget: a fraction in (0, 1] or a whole count of programs >= 1."""
     ok = (

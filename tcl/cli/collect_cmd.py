@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.api.validation import option, whole
+from tcl.api.validation import fraction, option, whole
 from tcl.cli.common import add_budget_option, add_seed_option, comma_list
 from tcl.cli.progress import RichReporter
 
@@ -45,7 +45,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--pool-random",
-        type=float,
+        type=option(fraction, float),
         default=None,
         help="largest share of a new pool drawn by random sampling, 0-1 (default: as many as it finds)",
     )

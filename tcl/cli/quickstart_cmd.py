@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tcl.api.errors import TclError
+from tcl.api.validation import budget, option, whole
 from tcl.cli.common import add_json_option, add_seed_option, print_json, print_table
 
 SUMMARY_FILE = "quickstart.json"
@@ -30,11 +31,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/quickstart"), help="working directory (resumable)")
     parser.add_argument("--profile", default="native", help="hardware profile of this machine (default native)")
     parser.add_argument("--network", default="bert-tiny", help="network whose tasks are sampled and tuned")
-    parser.add_argument("--budget", type=float, default=0.1, help="share of each task's pool to measure (0.1)")
-    parser.add_argument("--trials", type=int, default=32, help="measured trials per tuning method (32)")
+    parser.add_argument(
+        "--budget", type=option(budget, float), default=0.1, help="share of each task's pool to measure (0.1)"
+    )
+    parser.add_argument("--trials", type=option(whole), default=32, help="measured trials per tuning method (32)")
     parser.add_argument(
         "--population",
-        type=int,
+        type=option(whole),
         default=128,
         help="evolutionary search population per round (MetaSchedule's default is 512; smaller is "
         "faster on a small machine)",

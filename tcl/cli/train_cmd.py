@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.api.validation import option, whole
+from tcl.api.validation import fraction, option, whole
 from tcl.cli.common import (
     add_data_option,
     add_held_out_option,
@@ -33,7 +33,10 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
     add_held_out_option(train)
     train.add_argument(
-        "--valid-fraction", type=float, default=0.1, help="fraction of training tasks for early stopping"
+        "--valid-fraction",
+        type=option(fraction, float, one=False),
+        default=0.1,
+        help="fraction of training tasks for early stopping",
     )
     train.add_argument("--epochs", type=option(whole), default=None, help="training epochs (model default: 50)")
     train.add_argument("--batch-size", type=option(whole), default=None, help="programs per batch (model default: 512)")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tcl.api.errors import TclError
-from tcl.api.validation import option, whole
+from tcl.api.validation import number, option, whole
 from tcl.cli.common import (
     add_budget_option,
     add_data_option,
@@ -25,9 +25,14 @@ DEFAULT_TEACHER = ("x86-avx2", "mamba")  # plugins/pretrained/<profile>/<model>
 
 def _strategy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--lam", type=float, default=None, help="continual-kd: weight of the distillation term (default 2)"
+        "--lam",
+        type=option(number, float, inclusive=True),
+        default=None,
+        help="continual-kd: weight of the distillation term (default 2)",
     )
-    parser.add_argument("--tau", type=float, default=None, help="continual-kd: softmax temperature (default 4)")
+    parser.add_argument(
+        "--tau", type=option(number, float), default=None, help="continual-kd: softmax temperature (default 4)"
+    )
     parser.add_argument(
         "--distill-on",
         choices=("labelled", "pool"),

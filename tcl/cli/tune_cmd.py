@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tcl.api.validation import option, whole
 from tcl.cli.common import add_json_option, add_seed_option, comma_list, print_json, print_table
 
 
@@ -37,23 +38,25 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="comma-separated methods (as --cost-model) tuned one after another and compared with the first",
     )
-    tune.add_argument("--trials", type=int, required=True, help="measured candidates in total, over all tasks")
+    tune.add_argument(
+        "--trials", type=option(whole, minimum=0), required=True, help="measured candidates in total, over all tasks"
+    )
     tune.add_argument(
         "--trials-per-round",
-        type=int,
+        type=option(whole),
         default=None,
         help="candidates measured per round (default: about two rounds per task, 4..64)",
     )
     tune.add_argument(
         "--population",
-        type=int,
+        type=option(whole),
         default=512,
         help="evolutionary search population (MetaSchedule's default 512; smaller is faster per round)",
     )
     tune.add_argument("--online", action="store_true", help="fine-tune our model on the measurements as they come")
     tune.add_argument("--out", type=Path, required=True, help="output directory (records, curve, result)")
     add_seed_option(tune)
-    tune.add_argument("--repeats", type=int, default=20, help="timing repeats of the final network (median)")
+    tune.add_argument("--repeats", type=option(whole), default=20, help="timing repeats of the final network (median)")
     tune.add_argument(
         "--baseline",
         default=None,
