@@ -7,7 +7,8 @@ A record carries what is needed to list a plugin (name, description) and to buil
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import attrs
 
@@ -65,9 +66,12 @@ class SamplerRegistration(Registration):
 
 @attrs.frozen(kw_only=True)
 class CostModelRegistration(Registration):
-    """A cost model and the featurizer whose output it consumes."""
+    """A cost model and the featurizer whose output it consumes; ``pretrained`` maps profile
+    names to checkpoint directories the plugin ships (``tcl tune --cost-model NAME``, the
+    default teacher of ``tcl adapt`` and ``tcl quickstart``)."""
 
     featurizer: str = attrs.field(validator=_nonempty)
+    pretrained: Mapping[str, Path] = attrs.field(factory=dict)
 
     def requirements(self) -> dict[str, str]:
         return {"featurizer": self.featurizer}

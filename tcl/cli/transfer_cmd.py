@@ -20,7 +20,7 @@ from tcl.cli.common import (
     print_json,
 )
 
-DEFAULT_TEACHER = ("x86-avx2", "mamba")  # plugins/pretrained/<profile>/<model>
+DEFAULT_TEACHER = ("x86-avx2", "mamba")  # (profile, cost model) of a shipped checkpoint
 
 
 def _strategy_options(parser: argparse.ArgumentParser) -> None:
@@ -155,7 +155,7 @@ def default_teacher() -> Path:
     path = pretrained_dir(*DEFAULT_TEACHER)
     if path is None or not (path / "config.json").is_file():
         raise TclError(
-            f"no shipped pretrained model at plugins/pretrained/{'/'.join(DEFAULT_TEACHER)}; give --teacher CHECKPOINT"
+            f"no shipped pretrained {DEFAULT_TEACHER[1]} model for {DEFAULT_TEACHER[0]}; give --teacher CHECKPOINT"
         )
     return path
 

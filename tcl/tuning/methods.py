@@ -102,8 +102,8 @@ def resolve_method(spec: str, profile: str, online: bool = False) -> Method:
         if shipped is not None and (shipped / "config.json").is_file():
             return Method(label=spec + suffix, checkpoint=shipped, online=online)
         raise TclError(
-            f"cost model {spec!r}: no pretrained checkpoint for profile {profile} "
-            f"({shipped}); train one with tcl train --model {spec} and pass its directory"
+            f"cost model {spec!r}: no pretrained checkpoint for profile {profile}; "
+            f"train one with tcl train --model {spec} and pass its directory"
         )
     raise TclError(
         f"cost model {spec!r}: expected xgb, random, a checkpoint directory or a cost model "

@@ -1,14 +1,14 @@
-"""Where the pretrained checkpoints shipped with the built-in plugins are found."""
+"""Pretrained checkpoints that cost-model plugins ship: each plugin names them in its
+registration (``CostModelRegistration.pretrained``), so the core never looks for files."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from tcl.api import discovery
 
 
 def pretrained_dir(profile: str, model: str) -> Path | None:
-    """Where a shipped pretrained checkpoint of ``model`` for ``profile`` lives, if installed."""
-    spec = importlib.util.find_spec("tcl_plugins")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0]) / "pretrained" / profile / model
+    """The checkpoint directory cost model ``model`` ships for ``profile``, if it ships one."""
+    found = discovery.registry().entries["cost_models"].get(model)
+    return None if found is None else found.record.pretrained.get(profile)
