@@ -15,7 +15,7 @@ import numpy as np
 
 from tcl.api.errors import TclError
 from tcl.api.programs import ProgramSet
-from tcl.experiments import REQUIRED
+from tcl.experiments import REQUIRED, plugin
 
 EXPERIMENT = {
     "kind": ("str", REQUIRED),
@@ -104,8 +104,6 @@ def eval_dir(cfg: Mapping[str, Any]) -> Path | None:
 
 def check_model(registry: Any, cfg: dict[str, Any], name: str, options: Mapping[str, Any]) -> None:
     """The cost model exists and accepts ``options`` (building one trains nothing)."""
-    from tcl.experiments import plugin
-
     plugin(registry, cfg, "cost_models", name)
     try:
         registry.create("cost_models", name, **model_options(cfg, options))
@@ -127,8 +125,6 @@ def resolve_variants(
     A name is a plugin (its options from ``options[name]``) or a key of ``variants``: a table
     ``{plugin = "...", <that plugin's options>}``, so one plugin can be compared with itself
     under other settings in one run (e.g. RDU without uncertainty beside RDU)."""
-    from tcl.experiments import plugin
-
     resolved = {}
     for name in names:
         if name in variants:

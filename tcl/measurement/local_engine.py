@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 import attrs
 
-from tcl.api.measure import _as_module, _short, classify_error, configure_worker, worker_initializer
+from tcl.api.measure import _as_module, _short, classify_error, configure_worker, device_type_of, worker_initializer
 from tcl.api.programs import MeasureResult
 
 # ---- code that runs in the worker processes (pickled by reference: keep imports light) -------
@@ -175,8 +175,6 @@ class LocalEngine:
         bad candidate (errors are ``build``, ``run`` or ``timeout`` results)."""
         import tvm
         from tvm.s_tir import meta_schedule as ms
-
-        from tcl.api.measure import device_type_of
 
         if isinstance(target, (dict, str)):
             target = tvm.target.Target(target)

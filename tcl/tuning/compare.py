@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from tcl.api.errors import TclError
+from tcl.api.profiles import HardwareProfile, get_profile
 from tcl.records.stored_files import write_atomic
 from tcl.tuning.curve import model_seconds, plot_curves
 from tcl.tuning.methods import resolve_method, resolve_network
@@ -47,8 +48,6 @@ def compare(
     when that method reached every method's final estimate (None: never), so one run answers
     "how much sooner than XGB" and "than Tenset-MLP" alike. Online fine-tuning applies to our
     checkpoints only."""
-    from tcl.api.profiles import HardwareProfile, get_profile
-
     if not methods:
         raise TclError("--compare needs at least one method")
     prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)

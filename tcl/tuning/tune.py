@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 from tcl.api import discovery
 from tcl.api.errors import TclError
+from tcl.api.profiles import HardwareProfile, get_profile
 from tcl.measurement.machine_load import OtherLoad
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import RECORD_FILE, WORKLOAD_FILE, find_databases, load_records
@@ -173,8 +174,6 @@ def tune_network(
     (also written to ``out_dir/tune_result.json``). ``population`` is the evolutionary
     search's (MetaSchedule's default 512; smaller rounds are faster and search less).
     See the module doc."""
-
-    from tcl.api.profiles import HardwareProfile, get_profile
 
     report = report or (lambda line: print(line, file=sys.stderr, flush=True))
     export = None if export is None else check_export_path(export)
