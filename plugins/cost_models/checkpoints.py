@@ -21,23 +21,11 @@ from tcl.api.interfaces import Featurizer
 from tcl_plugins.cost_models.features import resolve_featurizer
 
 CHECKPOINT_FORMAT = "tcl-cost-model"
-
-
 CHECKPOINT_VERSION = 1
-
-
 CONFIG_FILE = "config.json"
-
-
 WEIGHTS_FILE = "weights.pt"
-
-
 HEADS_FILE = "heads.pt"
-
-
 FISHER_FILE = "fisher.pt"
-
-
 XGB_FILE = "xgb_model.json"
 
 

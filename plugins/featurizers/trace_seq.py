@@ -355,8 +355,6 @@ _SCAN, _DROP, _SAMPLE, _SIMPLE, _NAMED, _POSTPROC = range(6)
 
 
 _OTHER_INFO = (OTHER_KIND, _SCAN)
-
-
 #: kinds whose inputs are only block/loop names and whose attributes are only numbers
 _SIMPLE_KINDS = frozenset(
     {
@@ -385,8 +383,6 @@ _SIMPLE_KINDS = frozenset(
 
 #: kinds whose inputs are only names but whose attributes may hold strings (keys, scopes, axes)
 _NAMED_KINDS = frozenset({"Unannotate", "Bind", "GetSBlock", "SetScope"})
-
-
 #: kinds whose loop input may be the output of SampleComputeLocation: never reused
 _LOCATION_KINDS = frozenset({"ComputeAt", "ReverseComputeAt"})
 

@@ -79,8 +79,6 @@ KINDS: tuple[str, ...] = (
 
 
 KIND_ALIASES = {"GetBlock": "GetSBlock"}  # older TVM spelling
-
-
 ANNOTATION_KEYS: tuple[str, ...] = (
     "meta_schedule.parallel",
     "meta_schedule.vectorize",
@@ -145,52 +143,22 @@ DROPPED = frozenset(
 
 
 N_KINDS = len(KINDS)
-
-
 N_ANN = len(ANNOTATION_KEYS)
-
-
 ANN0 = N_KINDS
-
-
 COL_POST = ANN0 + N_ANN
-
-
 COL_TENSET = COL_POST + 1
-
-
 COL_REFS = COL_TENSET + 1
-
-
 COL_OUTS = COL_REFS + 1
-
-
 VAL0 = COL_OUTS + 1
-
-
 N_VALUES = 7
-
-
 WIDTH = VAL0 + N_VALUES
-
-
 NUMERIC0 = COL_REFS  # columns from here on are log-scaled
-
-
 KIND_SLOT = {k: i for i, k in enumerate(KINDS)}
 KIND_SLOT.update({a: KIND_SLOT[k] for a, k in KIND_ALIASES.items()})
-
-
 OTHER_KIND = KIND_SLOT["other"]
-
-
 ANN_SLOT = {k: ANN0 + i for i, k in enumerate(ANNOTATION_KEYS)}
 ANN_SLOT.update({a: ANN_SLOT[k] for a, k in ANNOTATION_ALIASES.items()})
-
-
 OTHER_ANN = ANN_SLOT["other"]
-
-
 ANNOTATE_KINDS = frozenset({"Annotate", "Unannotate"})
 
 

@@ -1,0 +1,1 @@
+"""The ``tcl`` command: ``main`` dispatches to one module per subcommand."""

@@ -49,7 +49,6 @@ from tcl.learning.record_sets import clean_records, describe_counts
 
 log = logging.getLogger(__name__)
 
-
 __all__ = [
     "TrainConfig",
     "Group",

@@ -64,22 +64,11 @@ from tcl.records.tvm_json import workload_name
 
 log = logging.getLogger(__name__)
 
-
 WORKLOAD_FILE = "database_workload.json"
-
-
 RECORD_FILE = "database_tuning_record.json"
-
-
 ERRORS_FILE = "tcl_errors.json"
-
-
 LOCK_FILE = ".tcl_writer.lock"
-
-
 TENSET_WORKLOAD_FILE = "tenset_workload.json"
-
-
 TENSET_RECORD_FILE = "tenset_tuning_record.json"
 
 
@@ -91,11 +80,7 @@ PACKABLE_FILES = frozenset(
 
 #: What MetaSchedule stores as run_secs of a candidate that failed to build or run.
 FAILED_RUN_SECS = 1e10
-
-
 ERROR_KINDS = ("build", "run", "timeout", "unknown")
-
-
 #: The error kind of a stored record whose run_secs is no measurement (NaN, negative, not numbers, ...).
 INVALID_KIND = "invalid"
 

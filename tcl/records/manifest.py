@@ -16,11 +16,7 @@ from tcl.api.programs import Task
 from tcl.records.stored_files import write_atomic
 
 MANIFEST_FILE = "tcl_manifest.json"
-
-
 MANIFEST_FORMAT = "tcl-manifest"
-
-
 MANIFEST_VERSION = 1
 
 
