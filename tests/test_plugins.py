@@ -77,6 +77,16 @@ def test_disabling_external_plugins(install_plugin):
     assert listing["failed"] == []
 
 
+def test_shipped_checkpoints_are_found_through_the_cost_model_registrations():
+    from tcl.tuning.pretrained import pretrained_dir
+
+    shipped = discovery.registry().get("cost_models", "mamba").pretrained
+    assert {"x86-avx2", "x86-avx512", "x86-generic"} <= set(shipped)
+    assert pretrained_dir("x86-avx2", "mamba") == shipped["x86-avx2"]
+    assert (shipped["x86-avx2"] / "config.json").is_file()
+    assert pretrained_dir("x86-avx2", "xgb") is None and pretrained_dir("x86-avx2", "no-such-model") is None
+
+
 def test_unknown_plugin_name_lists_choices():
     with pytest.raises(TclError, match=r"unknown sampler 'nope'; choices: .*random"):
         discovery.load_registry().get("samplers", "nope")
