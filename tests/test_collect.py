@@ -165,7 +165,7 @@ def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir,
     (origins,) = load_pool(out / "pool").origins.values()
     assert origins == ["random"] * 4 + ["evolutionary"] * 4
     for extra, expected in [
-        (["--pool-random", "1.5"], "pool random fraction must be in [0, 1], got 1.5"),
+        (["--pool-random", "1.5"], "argument --pool-random: must be a fraction in [0, 1], got 1.5"),
         (["--pool-model", str(tmp_path)], "not a checkpoint"),
     ]:
         never = tmp_path / "never"
