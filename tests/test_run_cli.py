@@ -72,6 +72,7 @@ def test_sampler_variant_is_its_plugin_with_the_given_options(tmp_path):
     }
 
 
+@pytest.mark.slow  # ~170 s, the slowest test: the default suite must stay inside 20 minutes on 2 cores
 def test_models_smoke_config_runs_and_parallel_profiles_give_the_same_rows(tmp_path):
     out = tmp_path / "out"
     proc = run_tcl("run", str(ROOT / "configs" / "smoke-models.toml"), "--out", str(out))
