@@ -153,6 +153,28 @@ def test_collect_warns_about_programs_timed_while_others_use_the_cpu(workload_di
     assert "warning: other processes are using" in proc.stderr
 
 
+def test_idle_only_times_a_loaded_batch_again_and_the_manifest_says_so(workload_dir, tmp_path):
+    from conftest import foreign_busy_loop
+
+    from tcl.records.manifest import read_manifest
+
+    out = tmp_path / "records"
+    args = collect_args(workload_dir, out, 6, "--batch-size", "2", "--idle-only")
+    proc = start_tcl(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines(proc, out / RECORD_FILE, 2)  # the first batch is in: now someone else takes the CPU
+    with foreign_busy_loop(seconds=6), foreign_busy_loop(seconds=6):
+        stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert "measured 6 programs" in stdout
+    assert "programs were timed again because other processes took the CPU" in stderr
+    assert "were timed while other processes used" not in stderr  # no loaded timing was kept
+    (run,) = read_manifest(out)["runs"]
+    assert run["idle_only"] and run["measured"] == 6 and run["busy_measured"] == 0
+    assert run["retimed"] >= 2 and run["busy_cores_max"] >= 0.5
+    assert run["profile"] == "x86-avx2" and run["measure"]["repeat"] >= 1 and run["commit"]
+    assert sum(p.ok for _, progs in load_records(out) for p in progs) == 6
+
+
 def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir, tmp_path):
     from tcl.records.pools import load_pool
 

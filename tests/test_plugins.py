@@ -100,6 +100,11 @@ def test_random_sampler_is_seeded_and_excludes_measured():
     assert first == sampler.select(task, pool, 10, measured=range(5), seed=1)
     assert len(set(first)) == 10 and min(first) >= 5
     assert sampler.select(task, pool, 100, measured=range(5)) == list(range(5, 50))
+    # an interrupted selection resumes to the same set, and a larger budget extends a smaller one
+    whole = sampler.select(task, pool, 12, seed=3)
+    part = whole[::3]
+    assert sorted(part + sampler.select(task, pool, 12 - len(part), measured=part, seed=3)) == whole
+    assert set(whole) < set(sampler.select(task, pool, 20, seed=3))
 
 
 def test_third_party_backend_measures_real_candidates(install_plugin, monkeypatch):

@@ -30,8 +30,10 @@ class RandomSampler(Sampler):
         model: CostModel | None = None,
         seed: int = 0,
     ) -> list[int]:
-        free = unmeasured_indices(len(pool), measured)
-        take = min(max(budget, 0), free.size)
-        # Seeded per task so one task's choice does not depend on which tasks came before it.
+        # One fixed order of the pool per (seed, task), taken from the front, so the choice does
+        # not depend on which tasks came before, an interrupted run resumes to the same set, and
+        # the same budget picks the same programs on every profile.
         rng = np.random.default_rng([seed, zlib.crc32(task.key.encode())])
-        return sorted(rng.choice(free, size=take, replace=False).tolist())
+        order = rng.permutation(len(pool))
+        free = order[~np.isin(order, np.asarray(list(measured), dtype=np.int64))]
+        return sorted(free[: max(budget, 0)].tolist())

@@ -66,6 +66,11 @@ def add_parser(subparsers: Any) -> None:
         default=1,
         help="spend the budget in R active-learning rounds, retraining --model between them",
     )
+    parser.add_argument(
+        "--idle-only",
+        action="store_true",
+        help="time a batch again, once the machine is idle, when other processes took the CPU meanwhile",
+    )
     parser.add_argument("--model", default="mamba", help="cost model trained between rounds (default mamba)")
     parser.add_argument("--epochs", type=option(whole), default=None, help="its training epochs (model default)")
     parser.set_defaults(handler=run)
@@ -100,12 +105,15 @@ def run(args: argparse.Namespace) -> int:
         model_options=round_model_options(args.model, args.epochs),
         pool_model=pool_model,
         pool_random=args.pool_random,
+        idle_only=args.idle_only,
     )
     rate = stats.measured / stats.seconds if stats.seconds > 0 else 0.0
     print(
         f"measured {stats.measured} programs ({stats.failed} failed) in {stats.seconds:.1f} s "
         f"({rate:.2f} prog/s); {stats.skipped_done} were already measured; records in {args.out}"
     )
+    if stats.retimed:
+        print(f"{stats.retimed} programs were timed again because other processes took the CPU", file=sys.stderr)
     if stats.busy_measured:
         print(
             f"warning: {stats.busy_measured} of them were timed while other processes used up to "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import os
 import signal
 import threading
 import time
@@ -28,11 +29,15 @@ from tcl.measurement.candidates import generate_pool_with_stats
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import load_records
-from tcl.records.manifest import update_manifest
+from tcl.records.manifest import add_run, cpu_model, source_revision, update_manifest
 from tcl.records.pools import Pool, is_pool, load_pool, make_task, save_pool, trace_to_schedule
 from tcl.records.record_writer import RecordWriter
 
 POOL_SUBDIR = "pool"
+#: Seconds between load checks while waiting for other processes to finish (``idle_only``).
+IDLE_POLL_S = 5.0
+#: New task pools generated between saves of the pool directory.
+POOL_SAVE_EVERY = 8
 
 
 @attrs.frozen
@@ -108,23 +113,27 @@ def ensure_pool(
     model: Any = None,
     random_fraction: float | None = None,
 ) -> Any:
-    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks (saving once at the end).
+    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks, saving every
+    ``POOL_SAVE_EVERY`` new tasks and at the end (an interrupted run keeps what it generated).
 
     ``model`` (a CostModel) guides the evolutionary part of new pools; ``random_fraction``
     caps the share of random samples (see :func:`tcl.measurement.candidates.generate_pool`)."""
     max_random = None if random_fraction is None else math.ceil(random_fraction * size)
     pool = load_pool(pool_dir) if is_pool(pool_dir) else Pool(meta={"target": profile.target, "seed": seed})
     missing = [t for t in tasks if t.key not in pool.tasks]
+    known_networks = dict(pool.meta.get("networks", {}))
+    unsaved = bool(missing) or any(n not in known_networks for n in networks)
+    known_networks.update(networks)
+    pool.meta["networks"] = known_networks
     for i, task in enumerate(missing, 1):
         progress(f"pool {i}/{len(missing)}: {task.name}")
         found, stats = generate_pool_with_stats(
             task.module(), profile.tvm_target(), size, seed=seed, max_random=max_random, model=model
         )
         pool.add(task, found, stats.origins)
-    known_networks = dict(pool.meta.get("networks", {}))
-    if missing or any(n not in known_networks for n in networks):
-        known_networks.update(networks)
-        pool.meta["networks"] = known_networks
+        if i % POOL_SAVE_EVERY == 0 and i < len(missing):
+            save_pool(pool_dir, pool, meta=pool.meta)
+    if unsaved:
         save_pool(pool_dir, pool, meta=pool.meta)
         pool = load_pool(pool_dir)
     return pool
@@ -138,6 +147,7 @@ class CollectStats:
     seconds: float = 0.0
     busy_measured: int = 0  # programs timed while other processes took >= BUSY_CORES cores
     busy_cores: float = 0.0  # the most cores other processes took during one batch
+    retimed: int = 0  # programs timed again because other processes took the CPU (idle_only)
 
 
 def collect(
@@ -160,6 +170,7 @@ def collect(
     model: Any = None,
     pool_model: Any = None,
     pool_random: float | None = None,
+    idle_only: bool = False,
 ) -> CollectStats:
     """Measure, per task, ``budget`` of its pool chosen by ``sampler_name`` on ``profile``.
 
@@ -167,7 +178,10 @@ def collect(
     after the first, a fresh ``model_name`` model is trained on everything measured so far
     and handed to the sampler (only to one registered with ``needs_model``). ``model`` (a trained CostModel, e.g. the model being adapted)
     guides the first round's sampler (uncertainty, embeddings). ``pool_model`` and
-    ``pool_random`` shape new pools (:func:`ensure_pool`). All names are checked before any work starts. ``reporter``
+    ``pool_random`` shape new pools (:func:`ensure_pool`). With ``idle_only`` a batch timed
+    while other processes took the CPU is thrown away and timed again once the machine is
+    idle, so no record carries a loaded timing. Each run appends its provenance (commit,
+    CPU, settings, load seen) to the manifest. All names are checked before any work starts. ``reporter``
     gets progress callbacks (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None``
     reports nothing.
     """
@@ -210,6 +224,21 @@ def collect(
     stats = CollectStats()
     start = time.perf_counter()
     load = OtherLoad() if backend.times_on_this_host else None
+    run = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "commit": source_revision(),
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count(),
+        "profile": profile.name,
+        "measure": attrs.asdict(profile.measure),
+        "runtime_threads": profile.runtime_threads,
+        "sampler": sampler_name,
+        "budget": budget,
+        "seed": seed,
+        "networks": list(network_names),
+        "idle_only": idle_only,
+        "load_watched": load is not None,
+    }
     try:
         with (
             _deferred_interrupt() as interrupted,
@@ -262,13 +291,27 @@ def collect(
                         registry,
                         interrupted,
                         load,
+                        idle_only,
                     )
                     measured.extend(chosen)
     finally:
         backend.close()
         stats.seconds = time.perf_counter() - start
         reporter.finish()
+        if stats.measured:
+            add_run(out_dir, {**run, **_run_figures(stats)})
     return stats
+
+
+def _run_figures(stats: CollectStats) -> dict[str, Any]:
+    return {
+        "seconds": round(stats.seconds, 1),
+        "measured": stats.measured,
+        "failed": stats.failed,
+        "busy_measured": stats.busy_measured,
+        "busy_cores_max": round(stats.busy_cores, 2),
+        "retimed": stats.retimed,
+    }
 
 
 @contextlib.contextmanager
@@ -299,23 +342,45 @@ def _measure_task(
     registry: Any,
     interrupted: threading.Event,
     load: OtherLoad | None,
+    idle_only: bool = False,
 ) -> None:
     mod = task.module()
     target = backend.target()
     for lo in range(0, len(traces), batch_size):
         batch = traces[lo : lo + batch_size]
         schedules = [trace_to_schedule(mod, t) for t in batch]
-        results = backend.measure(mod, schedules)
-        if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
-            raise KeyboardInterrupt
+        while True:
+            results = backend.measure(mod, schedules)
+            if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
+                raise KeyboardInterrupt
+            cores = None if load is None else load.judge() if idle_only else load.sample()
+            if not (idle_only and cores is not None and cores >= BUSY_CORES):
+                break
+            stats.retimed += len(batch)
+            stats.busy_cores = max(stats.busy_cores, cores)
+            reporter.status(
+                f"other processes took {cores:.1f} cores: waiting for an idle machine to time this batch again"
+            )
+            _wait_until_idle(load, interrupted)
         writer.add(task, list(zip(batch, results)), target=target)
         registry.hook.tcl_on_records_measured(profile=profile.name, task=task.key, records=results)
         failed = sum(not r.ok for r in results)
         if load is not None:
-            _note_load(load.sample(), len(results), stats, reporter)
+            _note_load(cores, len(results), stats, reporter)
         stats.measured += len(results)
         stats.failed += failed
         reporter.advance(len(results), failed)
+
+
+def _wait_until_idle(load: OtherLoad, interrupted: threading.Event, poll_s: float = IDLE_POLL_S) -> None:
+    """Return once other processes have used less than ``BUSY_CORES`` over two polls in a row
+    (one quiet moment between two compile jobs is not an idle machine)."""
+    quiet = 0
+    while quiet < 2:
+        if interrupted.wait(poll_s):
+            raise KeyboardInterrupt
+        cores = load.sample()
+        quiet = quiet + 1 if cores is not None and cores < BUSY_CORES else 0
 
 
 def _note_load(cores: float | None, programs: int, stats: CollectStats, reporter: Any) -> None:

@@ -58,3 +58,11 @@ class OtherLoad:
         others = (busy - self._busy) - (own - self._own)
         self._time, self._busy, self._own = now, busy, own
         return max(0.0, others / wall)
+
+    def judge(self) -> float:
+        """Like :meth:`sample`, but waits out the rest of the shortest interval instead of
+        returning None: for callers that must judge every batch (idle-only collection)."""
+        time.sleep(max(0.0, MIN_INTERVAL_S - (time.monotonic() - self._time)))
+        cores = self.sample()
+        assert cores is not None  # the interval is now long enough
+        return cores

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -39,6 +40,31 @@ def tvm_version() -> str | None:
         return metadata.version("apache-tvm")
     except metadata.PackageNotFoundError:
         return None
+
+
+def source_revision() -> str:
+    """The git commit of the tcl sources when they are a checkout (with ``+dirty`` for local
+    changes), else the installed version: what a record's provenance can name."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        from importlib import metadata
+
+        try:
+            return f"tcl {metadata.version('tcl')}"
+        except metadata.PackageNotFoundError:
+            return "unknown"
+    return head + ("+dirty" if dirty else "")
 
 
 def _now() -> str:
@@ -88,6 +114,15 @@ def write_manifest(work_dir: str | os.PathLike, manifest: Mapping[str, Any]) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(dict(manifest), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return path
+
+
+def add_run(work_dir: str | os.PathLike, run: Mapping[str, Any]) -> None:
+    """Append one collection run's provenance (commit, CPU, settings, load seen) to the
+    manifest's ``runs`` list, so every shard says how and where each part was measured."""
+    manifest = read_manifest(work_dir) or make_manifest()
+    manifest["runs"] = [*manifest.get("runs", []), dict(run)]
+    manifest["updated"] = _now()
+    write_manifest(work_dir, manifest)
 
 
 def read_manifest(work_dir: str | os.PathLike) -> dict[str, Any] | None:

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Collects the dataset in data/dataset (see data/README.md, "The dataset"): the networks of
+# data/split.toml, measured with `tcl collect --idle-only` in resumable stages. Measures into
+# data/.collect-dataset (plain TVM JSONDatabases, not committed) and packs into data/dataset
+# after every step that measured something. Safe to interrupt and rerun: each stage resumes
+# where it stopped, and the random sampler's fixed per-task order makes a resumed or later
+# stage pick the same programs (so the other profiles get the programs x86-avx2 has).
+#
+#   STAGES="1 2" data/collect_dataset.sh     # only some stages (default: all, in order)
+#   TRAIN_TASKS=250 CHUNK=50 ...            # training tasks measured (round-robin over the
+#                                           # networks, most work first), added CHUNK per step
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TCL=.venv/bin/tcl
+WORK=data/.collect-dataset
+OUT=data/dataset
+STAGES=${STAGES:-1 2 3 4 5 6}
+TRAIN_TASKS=${TRAIN_TASKS:-250}  # the training and validation networks have 494 tasks
+CHUNK=${CHUNK:-50}
+POOL_SIZE=1000
+part() {  # the comma-separated networks of a part of data/split.toml
+  .venv/bin/python -c "import sys; from tcl.records.splits import load_split; s = load_split('data/split.toml'); print(','.join(n for p in sys.argv[1:] for n in getattr(s, p)))" "$@"
+}
+TEST=$(part test)
+TRAIN=$(part train validation)
+if [ ! -d "$WORK" ] && [ -d "$OUT" ]; then  # a fresh clone: continue from what data/dataset holds
+  mkdir -p "$WORK"
+  for p in "$OUT"/*/; do "$TCL" dataset unpack "$p" --out "$WORK/$(basename "$p")"; done
+fi
+pack() {
+  rm -rf "$OUT.new" "$OUT.old" && mkdir "$OUT.new"
+  for p in "$WORK"/*/; do "$TCL" dataset pack "$p" --out "$OUT.new/$(basename "$p")"; done
+  if [ -d "$OUT" ]; then mv "$OUT" "$OUT.old"; fi
+  mv "$OUT.new" "$OUT" && rm -rf "$OUT.old"
+}
+measure() {  # profile networks sampler budget [collect options...]: one resumable step
+  local profile=$1 networks=$2 sampler=$3 budget=$4
+  shift 4
+  local before after
+  before=$( (cat "$WORK/$profile/database_tuning_record.json" 2>/dev/null || true) | wc -l)
+  # half of each new pool from random sampling, half from evolutionary search (labelled by origin)
+  "$TCL" collect --profile "$profile" --network "$networks" --pool-size "$POOL_SIZE" --pool-random 0.5 \
+    --pool "$WORK/pool" --out "$WORK/$profile" --sampler "$sampler" --budget "$budget" --idle-only "$@"
+  after=$(cat "$WORK/$profile/database_tuning_record.json" | wc -l)
+  [ "$before" = "$after" ] || pack
+}
+training() {  # profile budget: the training and validation tasks, CHUNK more tasks per step
+  local n
+  for ((n = CHUNK; n < TRAIN_TASKS + CHUNK; n += CHUNK)); do
+    measure "$1" "$TRAIN" random "$2" --max-tasks "$((n < TRAIN_TASKS ? n : TRAIN_TASKS))"
+  done
+}
+for stage in $STAGES; do
+  echo "== stage $stage"
+  case $stage in
+    1) measure x86-avx2 "$TEST" random 300 ;;     # held-out test tasks: 300 of each pool
+    2) training x86-avx2 200 ;;                    # training tasks: 200 of each pool
+    3) measure x86-avx512 "$TEST" random 300 ;;   # the same 300 test programs
+    4) measure x86-generic "$TEST" random 300 ;;
+    5) training x86-avx512 30 && training x86-generic 30 ;;
+    6) measure x86-avx2 "$TEST" all 1 ;;           # the rest of every test pool
+    *) echo "collect_dataset.sh: unknown stage $stage (stages: 1-6)" >&2 && exit 2 ;;
+  esac
+done
