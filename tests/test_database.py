@@ -187,6 +187,16 @@ def test_workload_name_and_ir(task_and_pool):
     assert main.name == f"main_{main.key[:8]}"
 
 
+def test_a_length_prefix_that_starts_like_json_is_still_stripped():
+    import base64
+    import struct
+
+    text = '{"pad": "' + "x" * (0x1055B - 11) + '"}'  # 0x1055b bytes: the prefix's first byte is "["
+    mod_b64 = base64.b64encode(struct.pack("<Q", len(text)) + text.encode()).decode()
+    assert workload_ir_json(mod_b64) == text
+    assert workload_ir_json(base64.b64encode(text.encode()).decode()) == text  # no prefix at all
+
+
 def test_json_dialect():
     assert (
         tvm_json_dumps({"b": [True, 1.0, 1e-05, 1e10, None], "a": 'x"\\y'})

@@ -145,12 +145,14 @@ def workload_ir_json(mod_b64: str) -> str:
         raw = base64.b64decode(mod_b64)
     except (ValueError, TypeError) as exc:
         raise TclError(f"workload is not base64 ({exc})") from None
-    if raw[:1] in (b"{", b"["):
-        return raw.decode("utf-8")
+    # The length prefix is checked first: its low byte can itself be "{" or "[" (a length of
+    # 0x1055b starts with "[").
     if len(raw) >= 8:
         (n,) = struct.unpack("<Q", raw[:8])
         if n == len(raw) - 8:
             return raw[8:].decode("utf-8")
+    if raw[:1] in (b"{", b"["):
+        return raw.decode("utf-8")
     raise TclError("workload is not TVM's base64 IR JSON")
 
 
