@@ -22,7 +22,7 @@ import torch
 
 from tcl.api import discovery
 from tcl.learning.evaluation import load_checkpoint, score_records
-from tcl.learning.transfer import load_platform, parameter_count, platform_view, select_sample, transfer_step
+from tcl.learning.transfer import load_platform, select_sample, transfer_step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,7 +75,7 @@ def main() -> None:
             "seed": None,
             "target": scores(teacher, target_held),
             "source": scores(teacher, source_held),
-            "parameters": parameter_count(teacher),
+            "parameters": teacher.parameter_count(),
             "train_s": round(teacher_s, 1),
             "programs_measured": 0,
             "programs_trained": len(source_train),
@@ -99,8 +99,8 @@ def main() -> None:
                     "options": options,
                     "seed": seed,
                     "target": scores(model, target_held),
-                    "source": scores(platform_view(model, args.source), source_held),
-                    "parameters": parameter_count(model),
+                    "source": scores(model.for_platform(args.source), source_held),
+                    "parameters": model.parameter_count(),
                     "train_s": round(seconds, 1),
                     "programs_measured": len(sample),
                     "programs_trained": trained,

@@ -65,12 +65,11 @@ def sampler_option(text: str) -> tuple[str, Any]:
 
 
 def round_model_options(name: str, epochs: int | None, threads: int = 1) -> dict[str, Any]:
-    """Options of the model trained between rounds: quiet, ``epochs``, torch ``threads``."""
-    options: dict[str, Any] = {"verbose": False}
+    """Options of the model trained between rounds: quiet, ``epochs``, ``threads`` (runtime
+    hints, passed only to a factory that declares them)."""
+    options: dict[str, Any] = {"verbose": False, "threads": threads}
     if epochs is not None:
         options["epochs"] = epochs
-    if name != "xgb":
-        options["threads"] = threads
     return options
 
 
