@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -263,6 +264,39 @@ def test_killed_sample_leaves_no_subset_and_a_rerun_matches(tmp_path):
     expected = {key: sorted(json.dumps(records.programs[key][i].trace) for i in idx) for key, idx in chosen.items()}
     got = load_records(out)
     assert {key: sorted(json.dumps(p.trace) for p in progs) for key, progs in got.programs.items()} == expected
+
+
+@pytest.mark.slow  # three short trainings on the idle bert-tiny records
+def test_killed_training_leaves_no_checkpoint_and_a_rerun_matches_an_uninterrupted_one(tmp_path):
+    import time
+
+    import torch
+    from conftest import IDLE, start_tcl
+
+    args = ["train", "--model", "mlp", "--data", str(IDLE / "x86-avx2"), "--epochs", "8", "--seed", "5"]
+    reference = tmp_path / "reference"
+    start = time.monotonic()
+    done = run_tcl(*args, "--out", str(reference))
+    assert done.returncode == 0, done.stderr
+    seconds = time.monotonic() - start
+    out = tmp_path / "runs" / "ckpt"
+    for fraction in (0.5, 0.9):  # while loading, while training or while saving
+        proc = start_tcl(*args, "--out", str(out))
+        try:
+            proc.wait(timeout=fraction * seconds)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.returncode == 0:  # this machine finished sooner than the reference run
+            shutil.rmtree(out)
+            continue
+        assert not out.exists()  # nothing that looks like a checkpoint
+        leftovers = list(out.parent.iterdir()) if out.parent.exists() else []
+        assert all(p.name.startswith(".") for p in leftovers), leftovers  # at most a hidden temporary
+    again = run_tcl(*args, "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    got, want = (torch.load(d / "weights.pt", weights_only=True) for d in (out, reference))
+    assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
 
 
 # ---- options, configs, profiles and checkpoints are checked before any work ---------------------
