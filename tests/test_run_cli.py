@@ -271,6 +271,31 @@ def test_bad_config_fails_before_work_in_one_line(tmp_path, text, message):
     assert not out.exists()
 
 
+def test_a_split_file_names_the_held_out_networks(tmp_path):
+    (tmp_path / "split.toml").write_text(
+        'format = "tcl-split"\nversion = 1\ntrain = ["resnet-18", "gpt-block"]\nvalidation = []\ntest = ["bert-tiny"]\n'
+    )
+    text = SAMPLING.replace("SAMPLERS", '["random"]').replace('held_out = ["bert-tiny"]', 'split = "split.toml"')
+    config = write_config(tmp_path, text)
+    out = tmp_path / "out"
+    proc = run_tcl("run", str(config), "--check")
+    assert proc.returncode == 0, proc.stderr
+    from tcl.api import discovery
+    from tcl.experiments import prepare
+
+    _, cfg = prepare(config, discovery.load_registry())
+    assert cfg["experiment"]["held_out"] == ["bert-tiny"]  # what config.resolved.json records
+    both = write_config(
+        tmp_path, text.replace('split = "split.toml"', 'split = "split.toml"\nheld_out = ["vit-tiny"]'), "both.toml"
+    )
+    proc = run_tcl("run", str(both), "--out", str(out))
+    assert proc.returncode == 2 and "[experiment] give held_out or split, not both" in proc.stderr
+    (tmp_path / "split.toml").write_text('format = "tcl-split"\nversion = 1\ntest = ["bert-tiny"]\ntest = []\n')
+    proc = run_tcl("run", str(config), "--out", str(out))
+    assert proc.returncode == 2 and "split.toml" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not out.exists()
+
+
 def test_malformed_toml_names_the_file_in_one_line(tmp_path):
     config = tmp_path / "bad.toml"
     config.write_text('[experiment]\nkind = "sampling\n')

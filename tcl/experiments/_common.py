@@ -29,7 +29,9 @@ EXPERIMENT = {
 RECORDS = {
     **EXPERIMENT,
     "data": ("path", REQUIRED),
-    "held_out": ("list[str]", REQUIRED),
+    # the held-out networks: listed here, or the test part of a split file (data/split.toml)
+    "held_out": ("list[str]", []),
+    "split": ("path", None),
     "feature_cache": ("path", None),  # None: tcl's default feature cache
     # score held-out networks on their records in this directory instead of those in data
     # (e.g. data/idle: the same programs measured again on an idle machine)
@@ -43,10 +45,17 @@ METRICS = ("top1", "top5", "pairwise")
 
 def check_data(cfg: Mapping[str, Any]) -> None:
     """Every profile has records under ``data`` (and ``eval_data``) and every held-out
-    network occurs there."""
+    network occurs there. A ``split`` file fills ``held_out`` with its test networks (so
+    config.resolved.json names them)."""
     exp = cfg["experiment"]
+    if exp["split"] is not None:
+        from tcl.records.splits import load_split
+
+        if exp["held_out"]:
+            raise TclError("[experiment] give held_out or split, not both")
+        exp["held_out"] = list(load_split(exp["split"]).test)
     if not exp["profiles"] or not exp["seeds"] or not exp["held_out"]:
-        raise TclError("[experiment] profiles, held_out and seeds must not be empty")
+        raise TclError("[experiment] profiles, seeds and held_out (or split) must not be empty")
     for key in ("data", "eval_data"):
         if exp[key] is not None:
             _check_networks(key, Path(exp[key]), exp["profiles"], exp["held_out"])
