@@ -80,3 +80,45 @@ def test_train_unknown_model_lists_choices(tmp_path):
     proc = run_tcl("train", "--model", "gpt", "--data", str(BUNDLED), "--out", str(tmp_path / "x"))
     assert proc.returncode == 2 and "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb" in proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow  # about 2 minutes: one training and two evaluations on data/idle
+def test_a_split_file_holds_out_its_test_networks_and_validates_on_its_validation_networks(tmp_path):
+    from conftest import IDLE
+
+    from tcl.learning.record_sets import split_by_network
+
+    split = tmp_path / "split.toml"
+    split.write_text(
+        'format = "tcl-split"\nversion = 1\ntrain = ["resnet-18"]\nvalidation = ["vit-tiny"]\ntest = ["bert-tiny"]\n'
+    )
+    data = IDLE / "x86-avx2"
+    out = tmp_path / "mlp"
+    proc = run_tcl(
+        "train", "--model", "mlp", "--data", str(data), "--split", str(split), "--epochs", "1", "--out", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = load_records(data).measured()
+    rest, held = split_by_network(records, ["bert-tiny"])
+    train, valid = split_by_network(rest, ["vit-tiny"])
+    assert f"trained mlp on {len(train.tasks)} tasks" in proc.stdout
+    assert f"validated on {len(valid.tasks)} tasks" in proc.stdout and "held-out networks bert-tiny:" in proc.stdout
+    by_split, by_name = (
+        json.loads(run_tcl("eval", "--model", str(out), "--data", str(data), *how, "--json").stdout)
+        for how in (["--split", str(split)], ["--network", "bert-tiny"])
+    )
+    assert by_split["top1"] == by_name["top1"] and by_split["tasks"] == len(held.tasks)
+    both = run_tcl(
+        "train",
+        "--model",
+        "mlp",
+        "--data",
+        str(data),
+        "--split",
+        str(split),
+        "--held-out",
+        "x",
+        "--out",
+        str(tmp_path / "n"),
+    )
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr

@@ -30,9 +30,22 @@ def add_data_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, required=True, help="record directory (searched recursively)")
 
 
-def add_held_out_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def add_held_out_option(parser: argparse.ArgumentParser, *, split: bool = False) -> None:
+    """``--held-out NETWORKS``; with ``split``, or ``--split FILE`` (its test networks held
+    out, its validation networks used for early stopping)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
         "--held-out", default="", metavar="NETWORKS", help="comma-separated networks kept out of training and scored on"
+    )
+    if not split:
+        return
+    group.add_argument(
+        "--split",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a split file (data/split.toml): score on its test networks, stop early on its validation "
+        "networks, train on the rest",
     )
 
 

@@ -31,7 +31,7 @@ def add_parser(subparsers: Any) -> None:
     add_data_option(train)
     train.add_argument("--profile", default=None, help="only records of this profile (needed when DATA holds several)")
     train.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
-    add_held_out_option(train)
+    add_held_out_option(train, split=True)
     train.add_argument(
         "--valid-fraction",
         type=option(fraction, float, one=False),
@@ -53,8 +53,12 @@ def add_parser(subparsers: Any) -> None:
     ev.add_argument("--model", type=Path, required=True, help="checkpoint directory")
     add_data_option(ev)
     ev.add_argument("--profile", default=None, help="only records of this profile")
-    ev.add_argument(
+    only = ev.add_mutually_exclusive_group()
+    only.add_argument(
         "--network", default="", help="comma-separated networks: only their tasks (e.g. the ones held out in training)"
+    )
+    only.add_argument(
+        "--split", type=Path, default=None, metavar="FILE", help="only the tasks of a split file's test networks"
     )
     ev.add_argument("--per-task", action="store_true", help="also each task's own Top-1 (best / latency of the pick)")
     add_json_option(ev)
@@ -76,13 +80,18 @@ def run_train(args: argparse.Namespace) -> int:
     from tcl.learning.evaluation import require_checkpoint_dir, score_records
     from tcl.learning.record_sets import clean_records, split_by_network, split_by_task
     from tcl.records.database import load_records
+    from tcl.records.splits import load_split
 
     require_checkpoint_dir(args.out)
     model = discovery.registry().create("cost_models", args.model, **_model_options(args))
+    split = load_split(args.split) if args.split is not None else None
     records, _ = clean_records(load_records(args.data, profile=args.profile))
-    held_out = comma_list(args.held_out)
+    held_out = list(split.test) if split is not None else comma_list(args.held_out)
     train, held = split_by_network(records, held_out) if held_out else (records, None)
-    train, valid = split_by_task(train, args.valid_fraction, seed=args.seed)
+    if split is not None and split.validation:
+        train, valid = split_by_network(train, split.validation)
+    else:
+        train, valid = split_by_task(train, args.valid_fraction, seed=args.seed)
     fit_metrics = model.fit(train, valid if len(valid) else None, seed=args.seed)
     model.save(args.out)
     print(
@@ -102,12 +111,14 @@ def run_eval(args: argparse.Namespace) -> int:
     from tcl.learning.evaluation import checkpoint_config, load_checkpoint, record_cpus, score_records
     from tcl.learning.record_sets import split_by_network
     from tcl.records.database import load_records
+    from tcl.records.splits import load_split
 
     config = checkpoint_config(args.model)
     model = load_checkpoint(args.model)
+    networks = list(load_split(args.split).test) if args.split is not None else comma_list(args.network)
     records = load_records(args.data, profile=args.profile)
-    if args.network:
-        _, records = split_by_network(records, comma_list(args.network))
+    if networks:
+        _, records = split_by_network(records, networks)
     _warn_on_other_target(config, records.profile, record_cpus(args.data, args.profile), get_profile, args.profiles_dir)
     result = score_records(model, records, per_task=args.per_task, intervals=True)
     if args.json:
