@@ -5,6 +5,7 @@
 # after every step that measured something. Safe to interrupt and rerun: each stage resumes
 # where it stopped, and the random sampler's fixed per-task order makes a resumed or later
 # stage pick the same programs (so the other profiles get the programs x86-avx2 has).
+# Ctrl-C stops after the current batch and still packs what was measured.
 #
 #   STAGES="1 2" data/collect_dataset.sh     # only some stages (default: all, in order)
 #   TRAIN_TASKS=250 CHUNK=50 ...            # training tasks measured (round-robin over the
@@ -36,13 +37,15 @@ pack() {
 measure() {  # profile networks sampler budget [collect options...]: one resumable step
   local profile=$1 networks=$2 sampler=$3 budget=$4
   shift 4
-  local before after
+  local before after status=0
   before=$( (cat "$WORK/$profile/database_tuning_record.json" 2>/dev/null || true) | wc -l)
   # half of each new pool from random sampling, half from evolutionary search (labelled by origin)
   "$TCL" collect --profile "$profile" --network "$networks" --pool-size "$POOL_SIZE" --pool-random 0.5 \
-    --pool "$WORK/pool" --out "$WORK/$profile" --sampler "$sampler" --budget "$budget" --idle-only "$@"
-  after=$(cat "$WORK/$profile/database_tuning_record.json" | wc -l)
-  [ "$before" = "$after" ] || pack
+    --pool "$WORK/pool" --out "$WORK/$profile" --sampler "$sampler" --budget "$budget" --idle-only "$@" ||
+    status=$?
+  after=$( (cat "$WORK/$profile/database_tuning_record.json" 2>/dev/null || true) | wc -l)
+  [ "$before" = "$after" ] || pack  # also after Ctrl-C: what was measured is kept
+  return "$status"
 }
 training() {  # profile budget: the training and validation tasks, CHUNK more tasks per step
   local n
