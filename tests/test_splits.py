@@ -49,3 +49,27 @@ def test_bad_split_files_name_the_file_and_the_problem(tmp_path, text, message):
     assert str(path) in str(err.value) and message in str(err.value)
     with pytest.raises(TclError, match="cannot read split file"):
         load_split(tmp_path / "missing.toml")
+
+
+def test_dataset_info_counts_distinct_programs_and_each_part_of_a_split(tmp_path):
+    import json
+
+    from conftest import IDLE, run_tcl
+
+    from tcl.learning.record_sets import split_by_network
+    from tcl.records.database import load_records
+
+    split = tmp_path / "split.toml"
+    split.write_text(
+        'format = "tcl-split"\nversion = 1\ntrain = ["resnet-18"]\nvalidation = []\ntest = ["bert-tiny"]\n'
+    )
+    proc = run_tcl("dataset", "info", str(IDLE), "--split", str(split), "--json")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    avx2 = load_records(IDLE, profile="x86-avx2")
+    _, bert = split_by_network(avx2, ["bert-tiny"])
+    parts = info["profiles"]["x86-avx2"]["split"]
+    assert parts["test"]["tasks"] == len(bert.tasks) and parts["test"]["programs"] == len(bert)
+    assert parts["validation"]["tasks"] == 0 and parts["train"]["networks"] == ["resnet-18"]
+    # the three profiles hold the same programs: each counts once
+    assert info["distinct_programs"] == len(avx2) == info["profiles"]["x86-avx512"]["programs"]

@@ -23,6 +23,9 @@ def add_parser(subparsers: Any) -> None:
         description="Summarize every TVM JSONDatabase found under DIR, grouped by profile.",
     )
     info.add_argument("dir", type=Path, help="record directory (searched recursively)")
+    info.add_argument(
+        "--split", type=Path, default=None, metavar="FILE", help="also count per part of a split file (data/split.toml)"
+    )
     add_json_option(info)
     info.set_defaults(handler=run_info)
     imp = commands.add_parser(
@@ -52,8 +55,9 @@ def add_parser(subparsers: Any) -> None:
 
 def run_info(args: argparse.Namespace) -> int:
     from tcl.records.dataset_info import summarize
+    from tcl.records.splits import load_split
 
-    summary = summarize(args.dir)
+    summary = summarize(args.dir, load_split(args.split) if args.split is not None else None)
     if args.json:
         print_json(summary)
         return 0
@@ -73,10 +77,26 @@ def run_info(args: argparse.Namespace) -> int:
             ]
         )
     print_table(
-        f"{summary['path']}: {summary['databases']} databases, {summary['bytes'] / 1e6:.1f} MB",
+        f"{summary['path']}: {summary['databases']} databases, {summary['bytes'] / 1e6:.1f} MB, "
+        f"{summary['distinct_programs']} distinct programs",
         ["profile", "tasks", "programs", "ok", "per task min/median/max", "failures", "networks"],
         rows,
     )
+    parts = [
+        [profile, part, c["tasks"], c["programs"], c["measured_ok"], f"{c['programs_per_task']['min']}"]
+        for profile, s in summary["profiles"].items()
+        for part, c in s.get("split", {}).items()
+    ]
+    if parts:
+        print_table(f"by part of {args.split}", ["profile", "part", "tasks", "programs", "ok", "per task min"], parts)
+    for profile, s in summary["profiles"].items():
+        runs = s.get("runs")
+        if runs:
+            print(
+                f"{profile}: {runs['count']} collection runs, {runs['seconds'] / 3600:.1f} h; "
+                f"{runs['busy_measured']} programs timed under load, {runs['retimed']} timed again"
+                + ("" if runs["idle_only"] else " (not every run was --idle-only)")
+            )
     return 0
 
 

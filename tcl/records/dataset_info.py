@@ -12,27 +12,73 @@ import numpy as np
 from tcl.api.programs import ProgramSet
 from tcl.records.database import find_databases, load_records
 from tcl.records.manifest import read_manifest
+from tcl.records.program_keys import program_key
+from tcl.records.splits import Split
 
 NO_PROFILE = "(none)"
 
 
-def summarize(path: Path) -> dict[str, Any]:
-    """Per profile: tasks, programs per task, failures by kind, networks; plus size on disk."""
+def summarize(path: Path, split: Split | None = None) -> dict[str, Any]:
+    """Per profile: tasks, programs per task, failures by kind, networks, what collection runs
+    saw (load, programs timed again) and, with ``split``, the same counts per part; plus the
+    distinct programs over all profiles (a program measured on several counts once) and the
+    size on disk."""
     databases = find_databases(path)
     by_profile: dict[str, list[Path]] = {}
     for db in databases:
         by_profile.setdefault((read_manifest(db) or {}).get("profile") or NO_PROFILE, []).append(db)
     profiles = {}
+    distinct: set[tuple[str, str]] = set()
     for profile, dbs in sorted(by_profile.items()):
         if profile != NO_PROFILE:
-            profiles[profile] = _summarize_set(load_records(path, profile=profile), dbs)
+            records = load_records(path, profile=profile)
         else:  # plain TVM directories: no manifest to group by, so each is read alone
-            merged = ProgramSet()
+            records = ProgramSet()
             for db in dbs:
                 for task, progs in load_records(db):
-                    merged.add(task, progs)
-            profiles[profile] = _summarize_set(merged, dbs)
-    return {"path": str(path), "databases": len(databases), "bytes": _size(path), "profiles": profiles}
+                    records.add(task, progs)
+        profiles[profile] = _summarize_set(records, dbs)
+        runs = [run for db in dbs for run in (read_manifest(db) or {}).get("runs", [])]
+        if runs:
+            profiles[profile]["runs"] = _summarize_runs(runs)
+        if split is not None:
+            profiles[profile]["split"] = _summarize_parts(records, dbs, split)
+        distinct.update((task.key, program_key(p.trace)) for task, progs in records for p in progs)
+    return {
+        "path": str(path),
+        "databases": len(databases),
+        "bytes": _size(path),
+        "distinct_programs": len(distinct),
+        "profiles": profiles,
+    }
+
+
+def _summarize_parts(records: ProgramSet, dbs: list[Path], split: Split) -> dict[str, Any]:
+    by_network: dict[str, set[str]] = {}
+    for task in records.tasks.values():
+        for network in task.networks:
+            by_network.setdefault(network, set()).add(task.key)
+    parts = split.assign_tasks(by_network)
+    out = {}
+    for part, keys in parts.items():
+        subset = records.subset(sorted(keys))
+        summary = _summarize_set(subset, dbs)
+        out[part] = {k: summary[k] for k in ("tasks", "programs", "measured_ok", "programs_per_task", "networks")}
+    return out
+
+
+def _summarize_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over the collection runs recorded in the manifests (``tcl collect``)."""
+    return {
+        "count": len(runs),
+        "seconds": round(sum(r.get("seconds", 0) for r in runs), 1),
+        "idle_only": all(r.get("idle_only") for r in runs),
+        "busy_measured": sum(r.get("busy_measured", 0) for r in runs),
+        "retimed": sum(r.get("retimed", 0) for r in runs),
+        "commits": sorted({r["commit"] for r in runs if r.get("commit")}),
+        "cpu_models": sorted({r["cpu_model"] for r in runs if r.get("cpu_model")}),
+        "first": min((r["started"] for r in runs if r.get("started")), default=None),
+    }
 
 
 def _summarize_set(records: ProgramSet, dbs: list[Path]) -> dict[str, Any]:
