@@ -56,10 +56,10 @@ training() {  # profile budget: the training and validation tasks, CHUNK more ta
 for stage in $STAGES; do
   echo "== stage $stage"
   case $stage in
-    1) measure x86-avx2 "$TEST" random 300 ;;     # held-out test tasks: 300 of each pool
+    1) measure x86-avx2 "$TEST" random 100 ;;     # held-out test tasks: 100 of each pool first
     2) training x86-avx2 200 ;;                    # training tasks: 200 of each pool
-    3) measure x86-avx512 "$TEST" random 300 ;;   # the same 300 test programs
-    4) measure x86-generic "$TEST" random 300 ;;
+    3) measure x86-avx2 "$TEST" random 300 ;;     # test tasks: 300 (stage 1's 100 and 200 more)
+    4) measure x86-avx512 "$TEST" random 300 && measure x86-generic "$TEST" random 300 ;;  # the same 300
     5) training x86-avx512 30 && training x86-generic 30 ;;
     6) measure x86-avx2 "$TEST" all 1 ;;           # the rest of every test pool
     *) echo "collect_dataset.sh: unknown stage $stage (stages: 1-6)" >&2 && exit 2 ;;
