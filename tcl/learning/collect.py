@@ -29,7 +29,7 @@ from tcl.measurement.candidates import generate_pool_with_stats
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import load_records
-from tcl.records.manifest import add_run, cpu_model, source_revision, update_manifest
+from tcl.records.manifest import add_run, cpu_model, source_revision, timestamp, update_manifest
 from tcl.records.pools import Pool, is_pool, load_pool, make_task, save_pool, trace_to_schedule
 from tcl.records.record_writer import RecordWriter
 
@@ -225,7 +225,7 @@ def collect(
     start = time.perf_counter()
     load = OtherLoad() if backend.times_on_this_host else None
     run = {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "started": timestamp(),
         "commit": source_revision(),
         "cpu_model": cpu_model(),
         "cpus": os.cpu_count(),

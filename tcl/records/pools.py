@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -35,7 +34,7 @@ import attrs
 
 from tcl.api.errors import TclError
 from tcl.api.programs import Program, ProgramSet, Task, workload_module
-from tcl.records.manifest import tvm_version
+from tcl.records.manifest import timestamp, tvm_version
 from tcl.records.program_keys import program_key
 from tcl.records.stored_files import stored_lines, write_atomic
 from tcl.records.trace_json import plain_json, trace_to_json
@@ -206,7 +205,7 @@ def save_pool(
     write_atomic(root / POOL_CANDIDATES, "".join(line + "\n" for line in lines))
     info = {**dict(pool.meta), **dict(meta or {})}
     info.update(format=POOL_FORMAT, version=POOL_VERSION, tasks=tasks)
-    info.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    info.setdefault("created", timestamp())
     info.setdefault("tvm_version", tvm_version())
     if "target" in info and not isinstance(info["target"], (dict, str, type(None))):
         info["target"] = plain_json(info["target"].export())
