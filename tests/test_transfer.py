@@ -145,7 +145,7 @@ def test_progress_compress_holds_what_mattered_and_carries_its_fisher(teacher, t
     model_in = load_checkpoint(teacher, threads=1)
     anchor = {n: p.detach().clone() for n, p in model_in.module.named_parameters()}
 
-    options = {**TINY, "epochs": 4}
+    options = {**TINY, "epochs": 8}
     free, _, _ = transfer_step("continual-kd-pc", model_in, sample, unlabelled=rest, options={**options, "ewc": 0.0})
     held, _, _ = transfer_step("continual-kd-pc", model_in, sample, unlabelled=rest, options={**options, "ewc": 100.0})
 
