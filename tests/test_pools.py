@@ -220,6 +220,9 @@ def test_broken_pools_are_refused(tmp_path, target):
     cand.write_text("\n".join([lines[0], lines[1][:30], lines[2]]) + "\n")
     with pytest.raises(TclError, match=rf"{cand}:2: corrupt line"):
         load_pool(tmp_path / "p")
+    cand.write_text("\n".join([lines[0], json.dumps([0, "abc"]), lines[2]]) + "\n")
+    with pytest.raises(TclError, match=rf"{cand}:2: not a candidate: the trace is not \[instructions, decisions\]"):
+        load_pool(tmp_path / "p")
     cand.write_text("\n".join(lines[:2]) + "\n")
     with pytest.raises(TclError, match="has 2 candidates"):
         load_pool(tmp_path / "p")

@@ -37,7 +37,7 @@ from tcl.api.programs import Program, ProgramSet, Task, workload_module
 from tcl.records.manifest import timestamp, tvm_version
 from tcl.records.program_keys import program_key
 from tcl.records.stored_files import stored_lines, write_atomic
-from tcl.records.trace_json import plain_json, trace_to_json
+from tcl.records.trace_json import plain_json, trace_shape_problem, trace_to_json
 from tcl.records.tvm_json import tvm_json_dumps, workload_name
 
 log = logging.getLogger(__name__)
@@ -271,6 +271,9 @@ def load_pool(path: str | os.PathLike) -> Pool:
                 f"{root / POOL_CANDIDATES}:{lineno}: expected [task_index, trace] or "
                 f"[task_index, trace, origin] with origin one of {', '.join(ORIGINS)}"
             )
+        shape = trace_shape_problem(line[1])
+        if shape is not None:
+            raise TclError(f"{root / POOL_CANDIDATES}:{lineno}: not a candidate: {shape}")
         pool.traces[order[line[0]]].append(line[1])
         pool.origins[order[line[0]]].append(line[2] if len(line) == 3 else None)
     for entry, key in zip(entries, order):
