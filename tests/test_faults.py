@@ -10,12 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BUNDLED, run_tcl
+from conftest import BUNDLED, BUNDLED_POOL, run_tcl
 
 from tcl.api.errors import TclError
 from tcl.records.database import RECORD_FILE, WORKLOAD_FILE, load_records, pack_dir
 
-BUNDLED_POOL = BUNDLED / "pool"
 PRETRAINED = Path(__file__).parent.parent / "plugins" / "pretrained" / "x86-avx2" / "mlp"
 TARGET = {"kind": "llvm", "mcpu": "core-avx2"}
 TRACE = [[], []]

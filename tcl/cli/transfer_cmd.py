@@ -91,7 +91,12 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="checkpoint to start from (default: the shipped x86-avx2 mamba model)",
     )
-    ad.add_argument("--pool", type=Path, default=None, help="candidate pool directory (default: data/bundled/pool)")
+    ad.add_argument(
+        "--pool",
+        type=Path,
+        default=None,
+        help="candidate pool directory (default: the pool the installed network plugins ship)",
+    )
     ad.add_argument(
         "--work-dir",
         type=Path,
@@ -140,15 +145,6 @@ def run_transfer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _package_dir(package: str, *parts: str) -> Path | None:
-    import importlib.resources
-
-    try:
-        return Path(str(importlib.resources.files(package).joinpath(*parts)))
-    except ModuleNotFoundError:
-        return None
-
-
 def default_teacher() -> Path:
     from tcl.tuning.pretrained import pretrained_dir
 
@@ -160,26 +156,15 @@ def default_teacher() -> Path:
     return path
 
 
-def default_pool() -> Path:
-    from tcl.records.pools import is_pool
-
-    source = _package_dir("tcl")
-    path = source.parent / "data" / "bundled" / "pool" if source is not None else None
-    if path is None or not is_pool(path):
-        raise TclError(
-            "no standard candidate pool found (data/bundled/pool of the tcl source checkout); give --pool DIR"
-        )
-    return path
-
-
 def run_adapt(args: argparse.Namespace) -> int:
     from tcl.api.profiles import get_profile
     from tcl.cli.progress import RichReporter
     from tcl.learning.transfer import adapt
+    from tcl.tuning.pretrained import shipped_pool
 
     profile = get_profile(args.profile, args.profiles_dir)
     teacher = args.teacher if args.teacher is not None else default_teacher()
-    pool = args.pool if args.pool is not None else default_pool()
+    pool = args.pool if args.pool is not None else shipped_pool()
     work_dir = args.work_dir if args.work_dir is not None else args.out.with_name(args.out.name + ".work")
     result = adapt(
         profile=profile,
