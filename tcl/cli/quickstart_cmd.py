@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.api.validation import budget, option, whole
 from tcl.cli.common import add_json_option, add_seed_option, print_json, print_table
@@ -30,7 +31,9 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("runs/quickstart"), help="working directory (resumable)")
     parser.add_argument("--profile", default="native", help="hardware profile of this machine (default native)")
-    parser.add_argument("--network", default="bert-tiny", help="network whose tasks are sampled and tuned")
+    parser.add_argument(
+        "--network", default=defaults.QUICKSTART_NETWORK, help="network whose tasks are sampled and tuned"
+    )
     parser.add_argument(
         "--budget", type=option(budget, float), default=0.1, help="share of each task's pool to measure (0.1)"
     )

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.api.validation import number, option, whole
 from tcl.cli.common import (
@@ -19,8 +20,6 @@ from tcl.cli.common import (
     comma_list,
     print_json,
 )
-
-DEFAULT_TEACHER = ("x86-avx2", "mamba")  # (profile, cost model) of a shipped checkpoint
 
 
 def _strategy_options(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +46,9 @@ def _strategy_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--featurizer", default=None, help="refuse a teacher trained on other features")
     add_budget_option(parser, 0.1)
-    parser.add_argument("--sampler", default="rdu", help="which programs count as measured (default rdu)")
+    parser.add_argument(
+        "--sampler", default=defaults.SAMPLER, help=f"which programs count as measured (default {defaults.SAMPLER})"
+    )
     add_seed_option(parser)
     add_threads_option(parser)
     parser.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
@@ -148,10 +149,10 @@ def run_transfer(args: argparse.Namespace) -> int:
 def default_teacher() -> Path:
     from tcl.tuning.pretrained import pretrained_dir
 
-    path = pretrained_dir(*DEFAULT_TEACHER)
+    path = pretrained_dir(defaults.TEACHER_PROFILE, defaults.COST_MODEL)
     if path is None or not (path / "config.json").is_file():
         raise TclError(
-            f"no shipped pretrained {DEFAULT_TEACHER[1]} model for {DEFAULT_TEACHER[0]}; give --teacher CHECKPOINT"
+            f"no shipped pretrained {defaults.COST_MODEL} model for {defaults.TEACHER_PROFILE}; give --teacher CHECKPOINT"
         )
     return path
 

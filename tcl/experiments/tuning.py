@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.experiments import plugin
 from tcl.experiments._common import EXPERIMENT
@@ -17,7 +18,7 @@ from tcl.experiments._common import EXPERIMENT
 SCHEMA = {
     "experiment": EXPERIMENT,
     "tuning": {
-        "network": ("str", "resnet-18"),  # a registered network or path/file.py:ClassName
+        "network": ("str", defaults.TUNING_NETWORK),  # a registered network or path/file.py:ClassName
         "input_shape": ("list[int]", None),  # needed by a file network
         "methods": ("list[str]", ["xgb", "random"]),  # tuned in this order; names or checkpoint dirs
         "baseline": ("str", None),  # the method (as listed, or its label) others are compared with; default first

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import attrs
 
-from tcl.api import discovery, validation
+from tcl.api import defaults, discovery, validation
 from tcl.api.errors import TclError
 from tcl.api.interfaces import checked_selection
 from tcl.api.profiles import HardwareProfile
@@ -156,7 +156,7 @@ def collect(
     network_names: Sequence[str],
     pool_size: int,
     out_dir: Path,
-    sampler_name: str = "all",
+    sampler_name: str = defaults.MEASURE_ALL,
     budget: float = 1.0,
     pool_dir: Path | None = None,
     seed: int = 0,
@@ -165,7 +165,7 @@ def collect(
     max_tasks: int | None = None,
     reporter: Any = None,
     rounds: int = 1,
-    model_name: str = "mamba",
+    model_name: str = defaults.COST_MODEL,
     model_options: dict[str, Any] | None = None,
     model: Any = None,
     pool_model: Any = None,
