@@ -30,14 +30,12 @@ from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import load_records
 from tcl.records.manifest import add_run, cpu_model, source_revision, timestamp, update_manifest
-from tcl.records.pools import Pool, is_pool, load_pool, make_task, save_pool, trace_to_schedule
+from tcl.records.pools import Pool, extend_pool, is_pool, load_pool, make_task, trace_to_schedule
 from tcl.records.record_writer import RecordWriter
 
 POOL_SUBDIR = "pool"
 #: Seconds between load checks while waiting for other processes to finish (``idle_only``).
 IDLE_POLL_S = 5.0
-#: New task pools generated between saves of the pool directory.
-POOL_SAVE_EVERY = 8
 
 
 @attrs.frozen
@@ -113,8 +111,8 @@ def ensure_pool(
     model: Any = None,
     random_fraction: float | None = None,
 ) -> Any:
-    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks, saving every
-    ``POOL_SAVE_EVERY`` new tasks and at the end (an interrupted run keeps what it generated).
+    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks, appending each new
+    task to the directory as it is generated (an interrupted run keeps what it generated).
 
     ``model`` (a CostModel) guides the evolutionary part of new pools; ``random_fraction``
     caps the share of random samples (see :func:`tcl.measurement.candidates.generate_pool`)."""
@@ -131,10 +129,9 @@ def ensure_pool(
             task.module(), profile.tvm_target(), size, seed=seed, max_random=max_random, model=model
         )
         pool.add(task, found, stats.origins)
-        if i % POOL_SAVE_EVERY == 0 and i < len(missing):
-            save_pool(pool_dir, pool, meta=pool.meta)
+        extend_pool(pool_dir, pool, meta=pool.meta)
     if unsaved:
-        save_pool(pool_dir, pool, meta=pool.meta)
+        extend_pool(pool_dir, pool, meta=pool.meta)
         pool = load_pool(pool_dir)
     return pool
 
