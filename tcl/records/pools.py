@@ -206,8 +206,11 @@ def extend_pool(path: str | os.PathLike, pool: Pool, *, meta: Mapping[str, Any] 
     except (OSError, ValueError, KeyError, TypeError):
         return save_pool(root, pool, meta=meta)
     ours = [(key, len(pool.traces.get(key, []))) for key in pool.tasks]
-    plain = all((root / name).is_file() for name in (POOL_WORKLOADS, POOL_CANDIDATES))
-    if not plain or ours[: len(done)] != done:
+    intact = all(
+        (root / name).is_file() and (root / name).stat().st_size >= committed[name]["bytes"]
+        for name in (POOL_WORKLOADS, POOL_CANDIDATES)
+    )  # plain files (not packed) holding at least what the metadata committed
+    if not intact or ours[: len(done)] != done:
         return save_pool(root, pool, meta=meta)
     workloads, lines = _task_lines(pool, len(done))
     for name, new in ((POOL_WORKLOADS, workloads), (POOL_CANDIDATES, lines)):
