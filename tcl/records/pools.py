@@ -201,13 +201,13 @@ def extend_pool(path: str | os.PathLike, pool: Pool, *, meta: Mapping[str, Any] 
     root = Path(path)
     try:
         on_disk = json.loads((root / POOL_META).read_text(encoding="utf-8"))
-        committed = on_disk["stored"]
+        committed = {name: int(on_disk["stored"][name]["bytes"]) for name in (POOL_WORKLOADS, POOL_CANDIDATES)}
         done = [(t["key"], t["n"]) for t in on_disk["tasks"]]
     except (OSError, ValueError, KeyError, TypeError):
         return save_pool(root, pool, meta=meta)
     ours = [(key, len(pool.traces.get(key, []))) for key in pool.tasks]
     intact = all(
-        (root / name).is_file() and (root / name).stat().st_size >= committed[name]["bytes"]
+        (root / name).is_file() and (root / name).stat().st_size >= committed[name]
         for name in (POOL_WORKLOADS, POOL_CANDIDATES)
     )  # plain files (not packed) holding at least what the metadata committed
     if not intact or ours[: len(done)] != done:
@@ -215,7 +215,7 @@ def extend_pool(path: str | os.PathLike, pool: Pool, *, meta: Mapping[str, Any] 
     workloads, lines = _task_lines(pool, len(done))
     for name, new in ((POOL_WORKLOADS, workloads), (POOL_CANDIDATES, lines)):
         with open(root / name, "r+b") as fh:
-            fh.truncate(committed[name]["bytes"])  # drop what an interrupted append left
+            fh.truncate(committed[name])  # drop what an interrupted append left
             fh.seek(0, os.SEEK_END)
             fh.write("".join(new).encode("utf-8"))
             fh.flush()
