@@ -27,6 +27,7 @@ SCHEMA = {
         "trials_per_round": ("int", None),
         "population": ("int", 512),
         "repeats": ("int", 20),
+        "torch_compile": ("bool", False),  # also time torch.compile (inductor): rows gain vs_torch_compile
     },
 }
 
@@ -102,6 +103,7 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
                 repeats=tun["repeats"],
                 report=progress,
                 baseline=_baseline(cfg),
+                torch_compile=tun["torch_compile"],
             )
             rows.extend({"profile": profile, "seed": seed, **_flat(row)} for row in result["rows"])
     return {
