@@ -26,7 +26,7 @@ from tcl.api.profiles import HardwareProfile
 from tcl.api.programs import Program, Task
 from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
-from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
+from tcl.measurement.machine_load import BUSY_CORES, OtherLoad, timing_turn
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import load_records
 from tcl.records.manifest import add_run, cpu_model, source_revision, timestamp, update_manifest
@@ -343,22 +343,31 @@ def _measure_task(
 ) -> None:
     mod = task.module()
     target = backend.target()
+    take_turns = idle_only and load is not None
     for lo in range(0, len(traces), batch_size):
         batch = traces[lo : lo + batch_size]
         schedules = [trace_to_schedule(mod, t) for t in batch]
+        again = False
         while True:
-            results = backend.measure(mod, schedules)
-            if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
-                raise KeyboardInterrupt
-            cores = None if load is None else load.judge() if idle_only else load.sample()
+            # Idle-only collections on one machine take turns: the one waiting for its turn is idle,
+            # so neither sees the other as load; the wait for quiet happens inside the turn.
+            with timing_turn(interrupted) if take_turns else contextlib.nullcontext():
+                if again:
+                    _wait_until_idle(load, interrupted)
+                if take_turns:
+                    load.restart()  # judge the batch, not the wait for the turn
+                results = backend.measure(mod, schedules)
+                if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
+                    raise KeyboardInterrupt
+                cores = None if load is None else load.judge() if idle_only else load.sample()
             if not (idle_only and cores is not None and cores >= BUSY_CORES):
                 break
+            again = True
             stats.retimed += len(batch)
             stats.busy_cores = max(stats.busy_cores, cores)
             reporter.status(
                 f"other processes took {cores:.1f} cores: waiting for an idle machine to time this batch again"
             )
-            _wait_until_idle(load, interrupted)
         writer.add(task, list(zip(batch, results)), target=target)
         registry.hook.tcl_on_records_measured(profile=profile.name, task=task.key, records=results)
         failed = sum(not r.ok for r in results)
@@ -373,6 +382,7 @@ def _wait_until_idle(load: OtherLoad, interrupted: threading.Event, poll_s: floa
     """Return once other processes have used less than ``BUSY_CORES`` over two polls in a row
     (one quiet moment between two compile jobs is not an idle machine)."""
     quiet = 0
+    load.restart()
     while quiet < 2:
         if interrupted.wait(poll_s):
             raise KeyboardInterrupt
