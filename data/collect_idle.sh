@@ -19,8 +19,8 @@ if [ ! -d "$WORK" ] && [ -d data/idle ]; then  # a fresh clone: continue from wh
   mkdir -p "$WORK"
   for p in data/idle/x86-*; do "$TCL" dataset unpack "$p" --out "$WORK/$(basename "$p")"; done
 fi
-[ -d "$WORK/pool" ] || "$TCL" dataset unpack data/bundled/pool --out "$WORK/pool"
-pack() {  # the measured profiles only: the pool stays in data/bundled/pool
+[ -d "$WORK/pool" ] || "$TCL" dataset unpack plugins/networks/pool --out "$WORK/pool"
+pack() {  # the measured profiles only: the pool stays in plugins/networks/pool
   rm -rf data/idle.new data/idle.old && mkdir data/idle.new
   for p in "$WORK"/x86-*; do "$TCL" dataset pack "$p" --out "data/idle.new/$(basename "$p")"; done
   if [ -d data/idle ]; then mv data/idle data/idle.old; fi

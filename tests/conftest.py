@@ -19,6 +19,7 @@ PLUGIN_PACKAGES = Path(__file__).parent / "plugin_packages"
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ROOT / "data" / "bundled"  # the bundled records (data/README.md)
 IDLE = ROOT / "data" / "idle"  # the same programs measured again on an idle machine
+BUNDLED_POOL = ROOT / "plugins" / "networks" / "pool"  # the candidates both were measured from
 
 
 @pytest.fixture(scope="session")

@@ -175,6 +175,27 @@ def test_idle_only_times_a_loaded_batch_again_and_the_manifest_says_so(workload_
     assert sum(p.ok for _, progs in load_records(out) for p in progs) == 6
 
 
+def test_two_idle_only_collections_on_one_machine_take_turns(workload_dir, tmp_path):
+    """Each would see the other as load and wait for ever; taking turns, both finish with
+    every timing taken while the other one waited."""
+    from tcl.records.manifest import read_manifest
+
+    outs = [tmp_path / "first", tmp_path / "second"]
+    procs = [
+        start_tcl(
+            *collect_args(workload_dir, out, 6, "--batch-size", "2", "--idle-only"), stderr=subprocess.PIPE, text=True
+        )
+        for out in outs
+    ]
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr
+    for out in outs:
+        (run,) = read_manifest(out)["runs"]
+        assert run["measured"] == 6 and run["busy_measured"] == 0
+        assert sum(p.ok for _, progs in load_records(out) for p in progs) == 6
+
+
 def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir, tmp_path):
     from tcl.records.pools import load_pool
 

@@ -4,17 +4,17 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BUNDLED, run_tcl
+from conftest import BUNDLED, BUNDLED_POOL, run_tcl
 
 from tcl.api.errors import TclError
 from tcl.records.database import RECORD_FILE, WORKLOAD_FILE, load_records, pack_dir
 
-BUNDLED_POOL = BUNDLED / "pool"
 PRETRAINED = Path(__file__).parent.parent / "plugins" / "pretrained" / "x86-avx2" / "mlp"
 TARGET = {"kind": "llvm", "mcpu": "core-avx2"}
 TRACE = [[], []]
@@ -139,6 +139,25 @@ def test_failure_marker_is_a_failed_run_not_invalid(tmp_path):
 def test_bad_workload_index_names_file_and_line(tmp_path, widx):
     db = write_db(tmp_path / "db", [record_line(0, [1e-4]), record_line(widx, [1e-4])])
     with pytest.raises(TclError, match=f"^{db / RECORD_FILE}:2: workload index .* names none of the 2 workloads"):
+        load_records(db)
+
+
+BAD_TRACES = {
+    "a string": ("abc", "the trace is not [instructions, decisions]"),
+    "one part": ([[]], "the trace is not [instructions, decisions]"),
+    "instruction a string": ([["GetSBlock"], []], "instruction 0 is not [kind, inputs, attributes, outputs]"),
+    "instruction too short": ([[["GetSBlock", [], []]], []], "instruction 0 is not"),
+    "decision past the end": ([[["GetSBlock", [], [], []]], [[5, 1]]], "decision [5, 1] is not"),
+    "decision not a pair": ([[["GetSBlock", [], [], []]], [7]], "decision 7 is not"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_TRACES)
+def test_malformed_trace_names_file_and_line(tmp_path, case):
+    trace, why = BAD_TRACES[case]
+    bad = json.dumps([1, [trace, [1e-4], TARGET, []]])
+    db = write_db(tmp_path / "db", [record_line(0, [1e-4]), bad])
+    with pytest.raises(TclError, match=f"^{re.escape(str(db / RECORD_FILE))}:2: not a tuning record: {re.escape(why)}"):
         load_records(db)
 
 

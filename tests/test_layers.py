@@ -41,3 +41,25 @@ def test_an_import_from_a_higher_layer_breaks_the_contract(tmp_path):
     result = lint_imports(tmp_path, pythonpath=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "layered.low -> layered.high" in result.stdout
+
+
+# Plugin names that are also words of TVM or of our formats (MetaSchedule's own cost models,
+# a device kind, a pool candidate's origin), so they may appear in the core in that sense.
+ALSO_WORDS = {"random", "xgb", "cuda", "local", "rpc", "all"}
+
+
+def test_the_core_names_built_in_plugins_only_in_its_defaults():
+    import ast
+
+    from tcl.api import defaults, discovery
+
+    names = {name for entries in discovery.registry().entries.values() for name in entries} - ALSO_WORDS
+    named = sorted(
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}"
+        for path in (ROOT / "tcl").rglob("*.py")
+        if path != Path(defaults.__file__)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in names
+    )
+    assert {"mamba", "rdu", "continual-kd", "bert-tiny"} <= names  # the registry was really read
+    assert not named, named

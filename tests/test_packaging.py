@@ -49,4 +49,6 @@ def test_wheel_ships_profiles_and_builtin_plugins(tmp_path):
     assert not modules - files  # every subpackage of tcl and tcl_plugins is listed in pyproject.toml
     weights = {Path(f).relative_to("tcl_plugins") for f in files if f.endswith("/weights.pt")}
     assert weights == {p.relative_to(ROOT / "plugins") for p in (ROOT / "plugins").glob("pretrained/*/*/weights.pt")}
+    pool = {f for f in files if f.startswith("tcl_plugins/networks/pool/")}
+    assert pool == {f"tcl_plugins/networks/pool/{p.name}" for p in (ROOT / "plugins" / "networks" / "pool").iterdir()}
     assert "[tcl.plugins]" in entry_points and "tcl_plugins.samplers.register" in entry_points

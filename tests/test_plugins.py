@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import BUNDLED, matmul_module, run_tcl, run_tcl_json, tcl_env
+from conftest import BUNDLED, BUNDLED_POOL, matmul_module, run_tcl, run_tcl_json, tcl_env
 
 from tcl.api import discovery
 from tcl.api.errors import TclError
@@ -85,6 +85,20 @@ def test_shipped_checkpoints_are_found_through_the_cost_model_registrations():
     assert pretrained_dir("x86-avx2", "mamba") == shipped["x86-avx2"]
     assert (shipped["x86-avx2"] / "config.json").is_file()
     assert pretrained_dir("x86-avx2", "xgb") is None and pretrained_dir("x86-avx2", "no-such-model") is None
+
+
+def test_the_candidate_pool_is_found_through_the_network_registrations():
+    from tcl.records.pools import load_pool
+    from tcl.tuning.pretrained import shipped_pool, shipped_pools
+
+    pools = shipped_pools()
+    assert set(pools) == {"bert-tiny", "gpt-block", "mlp-mixer", "resnet-18", "vit-tiny"}
+    assert shipped_pool() == shipped_pool("bert-tiny") == BUNDLED_POOL.resolve()
+    assert set(load_pool(shipped_pool()).meta["networks"]) == set(pools)  # each network's tasks are in it
+    with pytest.raises(TclError, match="^network mobilenet-v2 ships no candidate pool .*bert-tiny.*; give --pool DIR$"):
+        shipped_pool("mobilenet-v2")
+    listed = {n["name"]: n["requires"] for n in run_tcl_json("plugins", "--json")["extension_points"]["networks"]}
+    assert listed["bert-tiny"].get("pool") == "shipped" and "pool" not in listed["mobilenet-v2"]
 
 
 def test_unknown_plugin_name_lists_choices():

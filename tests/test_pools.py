@@ -12,7 +12,16 @@ import pytest
 from tcl.api.errors import TclError
 from tcl.measurement.candidates import ensure_tensor_intrinsics, generate_pool, generate_pool_with_stats
 from tcl.records.database import load_records
-from tcl.records.pools import POOL_CANDIDATES, POOL_META, Pool, load_pool, make_task, save_pool
+from tcl.records.pools import (
+    POOL_CANDIDATES,
+    POOL_META,
+    POOL_WORKLOADS,
+    Pool,
+    extend_pool,
+    load_pool,
+    make_task,
+    save_pool,
+)
 from tcl.records.program_keys import canonical_json, program_key
 from tcl.records.trace_json import trace_to_json
 
@@ -111,6 +120,39 @@ def test_every_candidate_is_labelled_with_its_origin(tmp_path, target):
     cand.write_text(cand.read_text().replace("]\n", ', "guessed"]\n', 1))
     with pytest.raises(TclError, match=rf"{cand}:1: expected .* origin one of random, mutation, evolutionary"):
         load_pool(tmp_path / "pool")
+
+
+def test_a_growing_pool_is_appended_to_and_an_interrupted_append_is_never_read(tmp_path, target):
+    tasks = [(make_task(matmul(n)), generate_pool(matmul(n), target, 4, seed=0)) for n in (16, 24, 32)]
+    pool = Pool(meta={"seed": 0})
+    pool.add(*tasks[0])
+    root = save_pool(tmp_path / "pool", pool)
+    first = (root / POOL_CANDIDATES).read_bytes()
+    pool.add(*tasks[1])
+    extend_pool(root, pool)
+    assert (root / POOL_CANDIDATES).read_bytes().startswith(first)  # appended, not rewritten
+
+    # a writer killed mid-append: lines of a third task, the last one torn, and no metadata for them
+    with open(root / POOL_WORKLOADS, "a") as fh:
+        fh.write('["deadbeef", "AAAA"]\n["cut')
+    with open(root / POOL_CANDIDATES, "a") as fh:
+        fh.write('[2, [[], []]]\n[2, [[["Get')
+    loaded = load_pool(root)
+    assert list(loaded.tasks) == list(pool.tasks) and all(loaded.keys(k) == pool.keys(k) for k in pool.tasks)
+
+    pool.add(*tasks[2])
+    extend_pool(root, pool)  # cuts the torn append off before appending
+    loaded = load_pool(root)
+    assert list(loaded.tasks) == list(pool.tasks) and all(loaded.keys(k) == pool.keys(k) for k in pool.tasks)
+    whole = save_pool(tmp_path / "whole", pool)
+    for name in (POOL_WORKLOADS, POOL_CANDIDATES):
+        assert (root / name).read_bytes() == (whole / name).read_bytes()
+
+    # a directory holding other tasks first is rewritten, not appended to
+    other = Pool()
+    other.add(*tasks[2])
+    extend_pool(root, other)
+    assert list(load_pool(root).tasks) == list(other.tasks)
 
 
 def test_evolutionary_search_gathers_where_the_model_predicts_fast_programs(target):
@@ -219,6 +261,9 @@ def test_broken_pools_are_refused(tmp_path, target):
     lines = cand.read_text().splitlines()
     cand.write_text("\n".join([lines[0], lines[1][:30], lines[2]]) + "\n")
     with pytest.raises(TclError, match=rf"{cand}:2: corrupt line"):
+        load_pool(tmp_path / "p")
+    cand.write_text("\n".join([lines[0], json.dumps([0, "abc"]), lines[2]]) + "\n")
+    with pytest.raises(TclError, match=rf"{cand}:2: not a candidate: the trace is not \[instructions, decisions\]"):
         load_pool(tmp_path / "p")
     cand.write_text("\n".join(lines[:2]) + "\n")
     with pytest.raises(TclError, match="has 2 candidates"):

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BUNDLED, run_tcl
-
-BUNDLED_POOL = BUNDLED / "pool"
+from conftest import BUNDLED_POOL, run_tcl
 
 
 def test_unknown_network_and_bad_trials_fail_before_any_work(tmp_path):

@@ -337,6 +337,33 @@ def test_early_stopping_keeps_the_best_epoch():
     assert metrics.top_k_score([lat], [model.predict(task, progs)], 1) == pytest.approx(m["valid_top1"])
 
 
+def test_without_validation_the_kept_epoch_is_chosen_on_the_ranking_loss_not_an_extra_term():
+    """A penalty that starts at zero and grows (EWC, distillation) must not make epoch 1 look best."""
+    from tcl.api.discovery import registry
+    from tcl_plugins.cost_models.mlp import MLPCostModel
+
+    steps = [0]
+
+    def growing_penalty(groups):
+        def term(module, scores, batch):
+            steps[0] += 1
+            return scores.new_tensor(0.5 * steps[0])
+
+        return term
+
+    recorder = EpochRecorder()
+    registry().manager.register(recorder, name="test-epoch-recorder")
+    try:
+        model = MLPCostModel(featurizer=StoreFeaturizer(), epochs=6, batch_size=16, verbose=False, lr=0.01)
+        result = model.fit(synthetic_records(n_tasks=4, n=20), None, seed=0, extra_loss=growing_penalty)
+    finally:
+        registry().manager.unregister(recorder)
+    totals = [m["train_loss"] for _, _, m in recorder.calls]
+    ranking = [m["ranking_loss"] for _, _, m in recorder.calls]
+    assert int(np.argmin(totals)) == 0  # judged on the whole loss, epoch 1 would be kept
+    assert result["best_epoch"] == 1 + int(np.argmin(ranking)) > 1
+
+
 def test_mamba_embed_and_uncertainty_on_synthetic_sequences():
     from tcl_plugins.cost_models.mamba import MambaCostModel
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import BUNDLED, run_tcl, start_tcl, wait_for_lines
+from conftest import BUNDLED, BUNDLED_POOL, run_tcl, start_tcl, wait_for_lines
 
 from tcl.api.profiles import get_profile
 from tcl.api.programs import MeasureResult
@@ -145,7 +145,7 @@ def test_progress_compress_holds_what_mattered_and_carries_its_fisher(teacher, t
     model_in = load_checkpoint(teacher, threads=1)
     anchor = {n: p.detach().clone() for n, p in model_in.module.named_parameters()}
 
-    options = {**TINY, "epochs": 4}
+    options = {**TINY, "epochs": 8}
     free, _, _ = transfer_step("continual-kd-pc", model_in, sample, unlabelled=rest, options={**options, "ewc": 0.0})
     held, _, _ = transfer_step("continual-kd-pc", model_in, sample, unlabelled=rest, options={**options, "ewc": 100.0})
 
@@ -322,7 +322,7 @@ def test_cli_refuses_a_teacher_of_another_family_and_a_missing_teacher(data, tmp
 @pytest.fixture(scope="module")
 def tiny_pool(tmp_path_factory):
     """8 candidates of the bundled pool's quickest task."""
-    pool = load_pool(BUNDLED / "pool")
+    pool = load_pool(BUNDLED_POOL)
     records = load_records(BUNDLED, profile="x86-avx2")
     key = min(
         (k for k in pool.tasks if k in records.tasks),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from conftest import BUNDLED, matmul_module, run_tcl, tcl_env
 
 TINY_NET = """
@@ -505,3 +506,29 @@ def test_a_bad_export_path_is_refused_before_tuning(name, message, tiny_net, tmp
         == 2
     )
     assert message in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # inductor compiles C++ (a minute or more on 2 cores)
+def test_torch_compile_is_timed_beside_torch_eager(tiny_net, tmp_path, capsys):
+    from tcl.cli.main import main
+
+    args = ["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2"]
+    args += ["--cost-model", "xgb", "--trials", "0", "--population", "16", "--repeats", "2", "--torch-compile"]
+    assert main([*args, "--out", str(tmp_path / "tc")]) == 0
+    printed = capsys.readouterr().out
+    result = json.loads((tmp_path / "tc" / "tune_result.json").read_text())
+    assert result["torch_compile_latency_s"] > 0 and result["torch_compile_s"] > 0, result.get("torch_compile_error")
+    assert result["torch_compile_threads"] in (1, 2)
+    assert f"torch.compile (inductor) {result['torch_compile_latency_s'] * 1e3:.4f} ms" in printed
+
+
+def test_a_network_torch_compile_cannot_run_is_reported_not_raised():
+    from tcl.api.interfaces import NetworkDefinition
+    from tcl.tuning.compile import time_torch_compiled
+
+    class Refuses(torch.nn.Module):
+        def forward(self, x):
+            raise ValueError("this network cannot run")
+
+    result = time_torch_compiled(NetworkDefinition(module=Refuses(), example_inputs=(torch.zeros(2),)), threads=1)
+    assert set(result) == {"torch_compile_error"} and "ValueError" in result["torch_compile_error"]

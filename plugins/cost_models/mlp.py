@@ -74,7 +74,7 @@ class MLPCostModel(TorchCostModel):
             raise TclError(f"featurizer {self.featurizer.name} gave no store features for the first task")
         return prepared.dim
 
-    def _collate(self, parts, device):
+    def collate(self, parts, device):
         xs, segs, offset = [], [], 0
         for packed, idx in parts:
             x, seg = packed.gather(idx)

@@ -67,6 +67,6 @@ class SequenceCostModel(TorchCostModel):
     def _in_dim_of(self, prepared: np.ndarray) -> int:
         return int(prepared.shape[2])
 
-    def _collate(self, parts, device):
+    def collate(self, parts, device):
         x = np.concatenate([f[idx] for f, idx in parts], axis=0) if len(parts) > 1 else parts[0][0][parts[0][1]]
         return torch.from_numpy(np.ascontiguousarray(x)).to(device)

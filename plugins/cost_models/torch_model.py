@@ -140,7 +140,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         raise NotImplementedError
 
     def _prepare(self, features: Any) -> Any:
-        """The featurizer's output for one task -> what ``_collate`` slices."""
+        """The featurizer's output for one task -> what ``collate`` slices."""
         raise NotImplementedError
 
     def _init_from_data(self, module: nn.Module, groups: Sequence[Group]) -> None:
@@ -149,11 +149,14 @@ class TorchCostModel(CostModel, OnlineUpdatable):
     def _in_dim_of(self, prepared: Any) -> int:
         raise NotImplementedError
 
-    def _collate(self, parts: Sequence[tuple[Any, np.ndarray]], device: torch.device) -> Any:
+    def collate(self, parts: Sequence[tuple[Any, np.ndarray]], device: torch.device) -> Any:
+        """(prepared features of a task, program indices) pairs -> one input batch for ``module``.
+        Public with :meth:`featurize_set`: transfer strategies train ``module`` with their own losses."""
         raise NotImplementedError
 
     # -- CostModel
-    def _featurize_set(self, records: ProgramSet) -> dict[str, Any]:
+    def featurize_set(self, records: ProgramSet) -> dict[str, Any]:
+        """Task key -> prepared features of its programs (from the feature cache when it has them)."""
         return {k: self._prepare(v) for k, v in features_of(self.featurizer, records, self.cache_dir).items()}
 
     def fit(
@@ -168,10 +171,10 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         """Train on ``train``. ``warm_start`` continues from the current weights (transfer
         learning) instead of a fresh network; ``extra_loss(groups)`` returns the per-batch term
         :func:`train_ranking` adds to the ranking loss (e.g. distillation)."""
-        groups, counts = make_groups(train, self._featurize_set, what="training")
+        groups, counts = make_groups(train, self.featurize_set, what="training")
         valid_groups: list[Group] = []
         if valid is not None and len(valid):
-            valid_groups, _ = make_groups(valid, self._featurize_set, what="validation")
+            valid_groups, _ = make_groups(valid, self.featurize_set, what="validation")
         seed_everything(seed)
         if not (warm_start and self.module is not None):
             self.in_dim = self._in_dim_of(groups[0].features)
@@ -181,7 +184,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         self.device = resolve_device(self.train_config.device)
         result = train_ranking(
             self.module,
-            self._collate,
+            self.collate,
             groups,
             valid_groups,
             config=self.train_config,
@@ -211,7 +214,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         return twin
 
     def update_online(self, records: ProgramSet, *, epochs: int, seed: int) -> None:
-        groups, counts = make_groups(records, self._featurize_set)
+        groups, counts = make_groups(records, self.featurize_set)
         base = self.train_config
         config = TrainConfig(
             epochs=epochs,
@@ -223,7 +226,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
             verbose=False,
             threads=base.threads,
         )
-        train_ranking(self.module, self._collate, groups, None, config=config, name=self.name, seed=seed, counts=counts)
+        train_ranking(self.module, self.collate, groups, None, config=config, name=self.name, seed=seed, counts=counts)
 
     def parameter_count(self) -> int:
         """Parameters of the network plus those of other platforms' heads."""
@@ -263,7 +266,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         fn = module if fn_name == "forward" else getattr(module, fn_name)
         with torch_threads(self.train_config.threads):
             return predict_groups(
-                module, self._collate, feats, len(programs), self.device, self.train_config.batch_size, fn=fn
+                module, self.collate, feats, len(programs), self.device, self.train_config.batch_size, fn=fn
             )
 
     def _embed_dim(self) -> int:
@@ -296,7 +299,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
                 runs = np.stack(
                     [
                         predict_groups(
-                            module, self._collate, feats, len(programs), self.device, self.train_config.batch_size
+                            module, self.collate, feats, len(programs), self.device, self.train_config.batch_size
                         )
                         for _ in range(max(2, passes))
                     ]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tcl.api.hookspecs import hookimpl
 from tcl.api.registrations import Deferred, NetworkRegistration
 
 IMPL = "tcl_plugins.networks.definitions"
+# 200 MetaSchedule candidates of each task of five small networks (data/README.md, "The bundled dataset")
+POOL = Path(__file__).resolve().parent / "pool"
 
 
 @hookimpl
@@ -13,6 +17,7 @@ def tcl_register_networks() -> list[NetworkRegistration]:
     return [
         NetworkRegistration(
             name="resnet-18",
+            pool=POOL,
             factory=Deferred(IMPL, "resnet18"),
             family="cnn",
             description="ResNet-18, 224x224 image, batch 1 (basic residual blocks, BatchNorm folded at extraction)",
@@ -25,24 +30,28 @@ def tcl_register_networks() -> list[NetworkRegistration]:
         ),
         NetworkRegistration(
             name="bert-tiny",
+            pool=POOL,
             factory=Deferred(IMPL, "bert_tiny"),
             family="transformer-encoder",
             description="BERT-tiny encoder: 2 layers, hidden 128, 2 heads, sequence 128, vocab 30522",
         ),
         NetworkRegistration(
             name="vit-tiny",
+            pool=POOL,
             factory=Deferred(IMPL, "vit_tiny"),
             family="vision-transformer",
             description="ViT-Ti/16: 224x224 image, 12 layers, dim 192, 3 heads",
         ),
         NetworkRegistration(
             name="mlp-mixer",
+            pool=POOL,
             factory=Deferred(IMPL, "mlp_mixer"),
             family="mlp-mixer",
             description="MLP-Mixer S/16: 224x224 image, 8 blocks, dim 512, token MLP 256, channel MLP 2048",
         ),
         NetworkRegistration(
             name="gpt-block",
+            pool=POOL,
             factory=Deferred(IMPL, "gpt_block"),
             family="transformer-decoder",
             description="GPT-2-small-width decoder: 2 causal blocks, dim 768, 12 heads, sequence 128",

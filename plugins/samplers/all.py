@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from tcl.api.interfaces import CostModel, Sampler
 from tcl.api.programs import Program, Task
-from tcl_plugins.samplers.random import unmeasured_indices
+from tcl_plugins.samplers.measured import measured_mask
 
 
 class AllSampler(Sampler):
@@ -22,4 +24,4 @@ class AllSampler(Sampler):
         model: CostModel | None = None,
         seed: int = 0,
     ) -> list[int]:
-        return unmeasured_indices(len(pool), measured)[: max(budget, 0)].tolist()
+        return np.flatnonzero(~measured_mask(len(pool), measured))[: max(budget, 0)].tolist()

@@ -9,12 +9,7 @@ import numpy as np
 
 from tcl.api.interfaces import CostModel, Sampler
 from tcl.api.programs import Program, Task
-
-
-def unmeasured_indices(pool_size: int, measured: Sequence[int]) -> np.ndarray:
-    taken = np.zeros(pool_size, dtype=bool)
-    taken[np.asarray(list(measured), dtype=np.int64)] = True
-    return np.flatnonzero(~taken)
+from tcl_plugins.samplers.measured import measured_mask
 
 
 class RandomSampler(Sampler):
@@ -35,5 +30,5 @@ class RandomSampler(Sampler):
         # the same budget picks the same programs on every profile.
         rng = np.random.default_rng([seed, zlib.crc32(task.key.encode())])
         order = rng.permutation(len(pool))
-        free = order[~np.isin(order, np.asarray(list(measured), dtype=np.int64))]
+        free = order[~measured_mask(len(pool), measured)[order]]
         return sorted(free[: max(budget, 0)].tolist())

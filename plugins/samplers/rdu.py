@@ -43,6 +43,7 @@ import numpy as np
 
 from tcl.api.interfaces import CostModel, Featurizer, Sampler
 from tcl.api.programs import Program, Task
+from tcl_plugins.samplers.measured import measured_mask
 
 log = logging.getLogger(__name__)
 
@@ -332,10 +333,8 @@ class RDUSampler(Sampler):
         seed: int = 0,
     ) -> list[int]:
         n = len(pool)
-        measured_mask = np.zeros(n, dtype=bool)
-        if len(measured):
-            measured_mask[np.asarray(list(measured), dtype=np.int64)] = True
-        free = np.flatnonzero(~measured_mask)
+        taken = measured_mask(n, measured)
+        free = np.flatnonzero(~taken)
         take = min(max(int(budget), 0), free.size)
         if take == 0:
             return []
@@ -345,7 +344,7 @@ class RDUSampler(Sampler):
         unc = None
         if self.w_u > 0:
             unc = self._uncertainty(task, [pool[i] for i in free], model)
-        return self.select_embedded(emb, take, measured_mask, uncertainty=unc, seed=seed)
+        return self.select_embedded(emb, take, taken, uncertainty=unc, seed=seed)
 
     def select_embedded(
         self,

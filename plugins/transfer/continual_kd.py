@@ -39,11 +39,11 @@ class ContinualKD(BuiltinStrategy):
             p.requires_grad_(False)
         pool = {}
         if self.distill_on == "pool" and unlabelled is not None:
-            pool = {k: f for k, f in student._featurize_set(unlabelled).items() if len(unlabelled.programs[k]) >= 2}
+            pool = {k: f for k, f in student.featurize_set(unlabelled).items() if len(unlabelled.programs[k]) >= 2}
         rng = np.random.default_rng(seed)
 
         def teacher_scores(features: Any, n: int) -> torch.Tensor:
-            return torch.from_numpy(predict_groups(frozen, student._collate, features, n, student.device)).float()
+            return torch.from_numpy(predict_groups(frozen, student.collate, features, n, student.device)).float()
 
         def make_loss(groups: Sequence[Group]):
             labelled = [teacher_scores(g.features, len(g)) for g in groups]
@@ -60,7 +60,7 @@ class ContinualKD(BuiltinStrategy):
                         key = pool_keys[int(rng.integers(len(pool_keys)))]
                         n = len(unlabelled.programs[key])
                         parts.append((key, np.sort(rng.choice(n, size=min(n, idx.size), replace=False))))
-                    s.append(module(student._collate([(pool[k], idx) for k, idx in parts], student.device)))
+                    s.append(module(student.collate([(pool[k], idx) for k, idx in parts], student.device)))
                     t += [pool_scores[k][torch.from_numpy(idx)] for k, idx in parts]
                     gid += [
                         torch.full((idx.size,), len(batch) + j, dtype=torch.int64) for j, (_k, idx) in enumerate(parts)

@@ -60,18 +60,18 @@ class MTL(BuiltinStrategy):
             heads.append(head)
         groups = []
         for h, records in enumerate(sets.values()):
-            made, _ = make_groups(records, student._featurize_set)
+            made, _ = make_groups(records, student.featurize_set)
             groups += [Group(task=g.task, features=(h, g.features), latencies=g.latencies) for g in made]
         valid_groups = []
         if valid is not None and len(valid):
-            made, _ = make_groups(valid, student._featurize_set, what="validation")
+            made, _ = make_groups(valid, student.featurize_set, what="validation")
             valid_groups = [
                 Group(task=g.task, features=(len(heads) - 1, g.features), latencies=g.latencies) for g in made
             ]
 
         def collate(parts, device):
             ids = torch.cat([torch.full((idx.size,), h, dtype=torch.int64) for (h, _f), idx in parts])
-            return ids.to(device), student._collate([(f, idx) for (_h, f), idx in parts], device)
+            return ids.to(device), student.collate([(f, idx) for (_h, f), idx in parts], device)
 
         net = MultiHeadNet(student.module, heads)
         result = train_ranking(

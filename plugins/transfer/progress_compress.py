@@ -27,7 +27,7 @@ def diagonal_fisher(
     module = model.module
     was_training = module.training
     module.eval()
-    features = model._featurize_set(records)
+    features = model.featurize_set(records)
     rng = np.random.default_rng(seed)
     generator = torch.Generator().manual_seed(seed)
     params = {n: p for n, p in module.named_parameters() if p.requires_grad}
@@ -39,7 +39,7 @@ def diagonal_fisher(
             continue
         idx = np.sort(rng.choice(n, size=min(n, programs_per_task), replace=False))
         module.zero_grad()
-        log_p = torch.log_softmax(module(model._collate([(feats, idx)], model.device)).reshape(-1), dim=0)
+        log_p = torch.log_softmax(module(model.collate([(feats, idx)], model.device)).reshape(-1), dim=0)
         drawn = torch.multinomial(log_p.detach().exp().cpu(), 1, generator=generator).item()
         (-log_p[drawn]).backward()
         for name, p in params.items():
@@ -91,7 +91,7 @@ class ProgressCompress(BuiltinStrategy):
 
         def make_loss(groups: Sequence[Group]):
             column_scores = [
-                torch.from_numpy(predict_groups(column, base._collate, g.features, len(g), base.device)).float()
+                torch.from_numpy(predict_groups(column, base.collate, g.features, len(g), base.device)).float()
                 for g in groups
             ]
 

@@ -114,9 +114,12 @@ class FeaturizerRegistration(Registration):
 
 @attrs.frozen(kw_only=True)
 class NetworkRegistration(Registration):
-    """A network: ``factory()`` returns a :class:`tcl.api.interfaces.NetworkDefinition`."""
+    """A network: ``factory()`` returns a :class:`tcl.api.interfaces.NetworkDefinition`;
+    ``pool`` is a candidate-pool directory the plugin ships with this network's tasks (what
+    ``tcl quickstart`` and ``tcl adapt`` measure when given no ``--pool``)."""
 
     family: str = "other"
+    pool: Path | None = None
 
     def requirements(self) -> dict[str, str]:
-        return {"family": self.family}
+        return {"family": self.family, **({"pool": "shipped"} if self.pool is not None else {})}

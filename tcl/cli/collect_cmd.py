@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tcl.api import defaults
 from tcl.api.validation import fraction, option, whole
 from tcl.cli.common import add_budget_option, add_seed_option, comma_list
 from tcl.cli.progress import RichReporter
@@ -28,7 +29,11 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--pool-size", type=option(whole), required=True, help="candidates generated per task")
     parser.add_argument("--out", type=Path, required=True, help="record directory to write (and resume)")
-    parser.add_argument("--sampler", default="all", help="which candidates to measure (default: all)")
+    parser.add_argument(
+        "--sampler",
+        default=defaults.MEASURE_ALL,
+        help=f"which candidates to measure (default: {defaults.MEASURE_ALL})",
+    )
     add_budget_option(parser, 1.0)
     parser.add_argument(
         "--pool",
@@ -71,7 +76,11 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="time a batch again, once the machine is idle, when other processes took the CPU meanwhile",
     )
-    parser.add_argument("--model", default="mamba", help="cost model trained between rounds (default mamba)")
+    parser.add_argument(
+        "--model",
+        default=defaults.COST_MODEL,
+        help=f"cost model trained between rounds (default {defaults.COST_MODEL})",
+    )
     parser.add_argument("--epochs", type=option(whole), default=None, help="its training epochs (model default)")
     parser.set_defaults(handler=run)
 

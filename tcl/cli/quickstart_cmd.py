@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.api.validation import budget, option, whole
 from tcl.cli.common import add_json_option, add_seed_option, print_json, print_table
@@ -30,7 +31,9 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("runs/quickstart"), help="working directory (resumable)")
     parser.add_argument("--profile", default="native", help="hardware profile of this machine (default native)")
-    parser.add_argument("--network", default="bert-tiny", help="network whose tasks are sampled and tuned")
+    parser.add_argument(
+        "--network", default=defaults.QUICKSTART_NETWORK, help="network whose tasks are sampled and tuned"
+    )
     parser.add_argument(
         "--budget", type=option(budget, float), default=0.1, help="share of each task's pool to measure (0.1)"
     )
@@ -43,7 +46,9 @@ def add_parser(subparsers: Any) -> None:
         "faster on a small machine)",
     )
     parser.add_argument("--teacher", type=Path, default=None, help="checkpoint to start from (the shipped mamba)")
-    parser.add_argument("--pool", type=Path, default=None, help="candidate pool (data/bundled/pool)")
+    parser.add_argument(
+        "--pool", type=Path, default=None, help="candidate pool (default: the one shipped with the network)"
+    )
     add_seed_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=run)
@@ -79,10 +84,11 @@ def run(args: argparse.Namespace) -> int:
     from tcl.api import discovery
     from tcl.api.profiles import get_profile
     from tcl.cli.progress import RichReporter
-    from tcl.cli.transfer_cmd import default_pool, default_teacher
+    from tcl.cli.transfer_cmd import default_teacher
     from tcl.learning.transfer import adapt
     from tcl.records.stored_files import write_atomic
     from tcl.tuning.compare import compare
+    from tcl.tuning.pretrained import shipped_pool
 
     if args.trials < 1:
         raise TclError(f"--trials must be at least 1, got {args.trials}")
@@ -93,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     print_table("1. plugins found", ["kind", "names"], plugin_rows())
 
     print(f"2. model: {teacher}")
-    pool = network_pool(args.pool if args.pool is not None else default_pool(), args.network, args.out / "pool")
+    pool = network_pool(
+        args.pool if args.pool is not None else shipped_pool(args.network), args.network, args.out / "pool"
+    )
     print(f"3-4. measuring {args.budget:g} of {args.network}'s candidates on {profile.name} and distilling")
     adapted = adapt(
         profile=profile,

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.api.validation import number, option, whole
 from tcl.cli.common import (
@@ -19,8 +20,6 @@ from tcl.cli.common import (
     comma_list,
     print_json,
 )
-
-DEFAULT_TEACHER = ("x86-avx2", "mamba")  # (profile, cost model) of a shipped checkpoint
 
 
 def _strategy_options(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +46,9 @@ def _strategy_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--featurizer", default=None, help="refuse a teacher trained on other features")
     add_budget_option(parser, 0.1)
-    parser.add_argument("--sampler", default="rdu", help="which programs count as measured (default rdu)")
+    parser.add_argument(
+        "--sampler", default=defaults.SAMPLER, help=f"which programs count as measured (default {defaults.SAMPLER})"
+    )
     add_seed_option(parser)
     add_threads_option(parser)
     parser.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
@@ -91,7 +92,12 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="checkpoint to start from (default: the shipped x86-avx2 mamba model)",
     )
-    ad.add_argument("--pool", type=Path, default=None, help="candidate pool directory (default: data/bundled/pool)")
+    ad.add_argument(
+        "--pool",
+        type=Path,
+        default=None,
+        help="candidate pool directory (default: the pool the installed network plugins ship)",
+    )
     ad.add_argument(
         "--work-dir",
         type=Path,
@@ -140,34 +146,13 @@ def run_transfer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _package_dir(package: str, *parts: str) -> Path | None:
-    import importlib.resources
-
-    try:
-        return Path(str(importlib.resources.files(package).joinpath(*parts)))
-    except ModuleNotFoundError:
-        return None
-
-
 def default_teacher() -> Path:
     from tcl.tuning.pretrained import pretrained_dir
 
-    path = pretrained_dir(*DEFAULT_TEACHER)
+    path = pretrained_dir(defaults.TEACHER_PROFILE, defaults.COST_MODEL)
     if path is None or not (path / "config.json").is_file():
         raise TclError(
-            f"no shipped pretrained {DEFAULT_TEACHER[1]} model for {DEFAULT_TEACHER[0]}; give --teacher CHECKPOINT"
-        )
-    return path
-
-
-def default_pool() -> Path:
-    from tcl.records.pools import is_pool
-
-    source = _package_dir("tcl")
-    path = source.parent / "data" / "bundled" / "pool" if source is not None else None
-    if path is None or not is_pool(path):
-        raise TclError(
-            "no standard candidate pool found (data/bundled/pool of the tcl source checkout); give --pool DIR"
+            f"no shipped pretrained {defaults.COST_MODEL} model for {defaults.TEACHER_PROFILE}; give --teacher CHECKPOINT"
         )
     return path
 
@@ -176,10 +161,11 @@ def run_adapt(args: argparse.Namespace) -> int:
     from tcl.api.profiles import get_profile
     from tcl.cli.progress import RichReporter
     from tcl.learning.transfer import adapt
+    from tcl.tuning.pretrained import shipped_pool
 
     profile = get_profile(args.profile, args.profiles_dir)
     teacher = args.teacher if args.teacher is not None else default_teacher()
-    pool = args.pool if args.pool is not None else default_pool()
+    pool = args.pool if args.pool is not None else shipped_pool()
     work_dir = args.work_dir if args.work_dir is not None else args.out.with_name(args.out.name + ".work")
     result = adapt(
         profile=profile,

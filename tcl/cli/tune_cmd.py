@@ -69,6 +69,11 @@ def add_parser(subparsers: Any) -> None:
         help="with --cost-model: write the compiled network to this .so library (docs/tuning.md shows "
         "how to load and run it with TVM's runtime)",
     )
+    tune.add_argument(
+        "--torch-compile",
+        action="store_true",
+        help="also time the network under torch.compile (inductor) beside torch eager; compiling takes a minute or more",
+    )
     add_json_option(tune)
     tune.set_defaults(handler=run_tune)
 
@@ -93,6 +98,7 @@ def run_tune(args: argparse.Namespace) -> int:
         population=args.population,
         repeats=args.repeats,
         profiles_dir=args.profiles_dir,
+        torch_compile=args.torch_compile,
     )
     if args.compare is not None:
         methods = comma_list(args.compare)
@@ -117,6 +123,7 @@ def run_tune(args: argparse.Namespace) -> int:
             "latency_ms": "e2e ms",
             "torch_ms": "torch ms",
             "vs_torch": "x torch",
+            **({"vs_torch_compile": "x torch.compile"} if args.torch_compile else {}),
             "time_to_baseline_best_s": "s to base",
             "trials_to_baseline_best": "trials to base",
             "search_speedup": "speedup",
@@ -134,6 +141,8 @@ def run_tune(args: argparse.Namespace) -> int:
             "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours; model s: of tune s, "
             "in the cost model's predict and update; loaded rounds: measured while other processes took the CPU"
         )
+        if args.torch_compile:
+            print(torch_compile_line(summary.get("torch_compile_ms"), summary.get("torch_compile_error")))
         labels = [row["method"] for row in summary["rows"]]
         print_table(
             "seconds to reach each method's final estimate (-: never)",
@@ -164,10 +173,21 @@ def run_tune(args: argparse.Namespace) -> int:
         f"task-weighted estimate {_fmt(result['estimate_s'] and result['estimate_s'] * 1e3)} ms; "
         f"output matches torch (max rel. error {result['max_rel_error']:.2g})"
     )
+    if args.torch_compile:
+        ms = result.get("torch_compile_latency_s")
+        print(torch_compile_line(ms and ms * 1e3, result.get("torch_compile_error"), result["latency_s"] * 1e3))
     print(functions_line(result))
     print(f"records, curve and plot in {args.out}" + (f"; compiled library {args.export}" if args.export else ""))
     _warn_load({result["method"]: result["rounds_under_load"]})
     return 0
+
+
+def torch_compile_line(ms: float | None, error: str | None, ours_ms: float | None = None) -> str:
+    """What torch.compile (inductor) made of the network, or why it could not."""
+    if ms is None:
+        return f"torch.compile: failed ({error})"
+    versus = f" ({ms / ours_ms:.2f}x torch.compile)" if ours_ms else ""
+    return f"torch.compile (inductor) {ms:.4f} ms{versus}"
 
 
 def functions_line(result: dict[str, Any]) -> str:

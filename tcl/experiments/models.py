@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.experiments._common import METRICS, RECORDS, check_data, check_model, map_jobs, model_options, split, summarize
 
@@ -23,7 +24,7 @@ SCHEMA = {
     "experiment": RECORDS,
     # options: one table per model name, e.g. [models.options.mamba] epochs = 10
     # folds: 0 = held-out networks only; N >= 2 = also N-fold leave-networks-out cross-validation
-    "models": {"names": ("list[str]", ["mamba", "tlp", "mlp", "xgb"]), "options": ("table", {}), "folds": ("int", 0)},
+    "models": {"names": ("list[str]", list(defaults.MODEL_COMPARISON)), "options": ("table", {}), "folds": ("int", 0)},
 }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from tcl.api import defaults
 from tcl.experiments._common import (
     RECORDS,
     check_data,
@@ -28,11 +29,11 @@ from tcl.experiments._common import (
 
 SCHEMA = {
     "experiment": RECORDS,
-    "model": {"name": ("str", "mamba"), "options": ("table", {})},
+    "model": {"name": ("str", defaults.COST_MODEL), "options": ("table", {})},
     "sampling": {
         "budget": ("number", 0.1),
         "rounds": ("count", 2),
-        "samplers": ("list[str]", ["rdu", "random", "rdu-r", "rdu-d", "rdu-u"]),
+        "samplers": ("list[str]", list(defaults.SAMPLING_ABLATION)),
         "full": ("bool", True),
         # named settings of a sampler, listed in samplers like a plugin, e.g.
         # [sampling.variants.rdu-rd] plugin = "rdu", w_u = 0
@@ -53,10 +54,15 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
 
 
 def samplers(registry: Any, cfg: dict[str, Any]) -> dict[str, tuple[str, dict]]:
-    """``{listed name: (sampler plugin, its options)}``, checked; ``all`` last when ``full``."""
+    """``{listed name: (sampler plugin, its options)}``, checked; the whole-pool sampler last when ``full``."""
     smp = cfg["sampling"]
     return resolve_variants(
-        registry, cfg, "samplers", "sampling", smp["samplers"] + (["all"] if smp["full"] else []), smp["variants"]
+        registry,
+        cfg,
+        "samplers",
+        "sampling",
+        smp["samplers"] + ([defaults.MEASURE_ALL] if smp["full"] else []),
+        smp["variants"],
     )
 
 
@@ -109,7 +115,7 @@ def _one_profile(
 
 def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     exp, smp = cfg["experiment"], cfg["sampling"]
-    full = {"all": (1.0, 1)} if smp["full"] else {}  # the 100% row: everything in one round
+    full = {defaults.MEASURE_ALL: (1.0, 1)} if smp["full"] else {}  # the 100% row: everything in one round
     plans = [
         (listed, chosen, sampler_options, *full.get(listed, (smp["budget"], smp["rounds"])))
         for listed, (chosen, sampler_options) in samplers(registry, cfg).items()

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.experiments import plugin
 from tcl.experiments._common import RECORDS, check_data, eval_dir, map_jobs, resolve_variants, summarize
@@ -21,11 +22,11 @@ from tcl.experiments._common import RECORDS, check_data, eval_dir, map_jobs, res
 SCHEMA = {
     "experiment": RECORDS,
     "transfer": {
-        "strategies": ("list[str]", ["continual-kd", "fine-tune", "scratch"]),
+        "strategies": ("list[str]", list(defaults.TRANSFER_COMPARISON)),
         "budget": ("number", 0.1),
-        "sampler": ("str", "rdu"),
+        "sampler": ("str", defaults.SAMPLER),
         "sampler_uses_model": ("bool", False),
-        "model": ("str", "mamba"),
+        "model": ("str", defaults.COST_MODEL),
         "base_epochs": ("count", None),  # None: the model's default
         "options": ("table", {}),  # one table per strategy, e.g. [transfer.options.continual-kd]
         # named settings of a strategy, listed in strategies like a plugin, e.g.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.experiments import plugin
 from tcl.experiments._common import EXPERIMENT
@@ -17,7 +18,7 @@ from tcl.experiments._common import EXPERIMENT
 SCHEMA = {
     "experiment": EXPERIMENT,
     "tuning": {
-        "network": ("str", "resnet-18"),  # a registered network or path/file.py:ClassName
+        "network": ("str", defaults.TUNING_NETWORK),  # a registered network or path/file.py:ClassName
         "input_shape": ("list[int]", None),  # needed by a file network
         "methods": ("list[str]", ["xgb", "random"]),  # tuned in this order; names or checkpoint dirs
         "baseline": ("str", None),  # the method (as listed, or its label) others are compared with; default first
@@ -26,6 +27,7 @@ SCHEMA = {
         "trials_per_round": ("int", None),
         "population": ("int", 512),
         "repeats": ("int", 20),
+        "torch_compile": ("bool", False),  # also time torch.compile (inductor): rows gain vs_torch_compile
     },
 }
 
@@ -101,6 +103,7 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
                 repeats=tun["repeats"],
                 report=progress,
                 baseline=_baseline(cfg),
+                torch_compile=tun["torch_compile"],
             )
             rows.extend({"profile": profile, "seed": seed, **_flat(row)} for row in result["rows"])
     return {

@@ -19,25 +19,23 @@ from typing import Any, Callable, Iterable, Sequence
 
 import attrs
 
-from tcl.api import discovery, validation
+from tcl.api import defaults, discovery, validation
 from tcl.api.errors import TclError
 from tcl.api.interfaces import checked_selection
 from tcl.api.profiles import HardwareProfile
 from tcl.api.programs import Program, Task
 from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
-from tcl.measurement.machine_load import BUSY_CORES, OtherLoad
+from tcl.measurement.machine_load import BUSY_CORES, OtherLoad, timing_turn
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import load_records
-from tcl.records.manifest import add_run, cpu_model, source_revision, update_manifest
-from tcl.records.pools import Pool, is_pool, load_pool, make_task, save_pool, trace_to_schedule
+from tcl.records.manifest import add_run, cpu_model, source_revision, timestamp, update_manifest
+from tcl.records.pools import Pool, extend_pool, is_pool, load_pool, make_task, trace_to_schedule
 from tcl.records.record_writer import RecordWriter
 
 POOL_SUBDIR = "pool"
 #: Seconds between load checks while waiting for other processes to finish (``idle_only``).
 IDLE_POLL_S = 5.0
-#: New task pools generated between saves of the pool directory.
-POOL_SAVE_EVERY = 8
 
 
 @attrs.frozen
@@ -113,8 +111,8 @@ def ensure_pool(
     model: Any = None,
     random_fraction: float | None = None,
 ) -> Any:
-    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks, saving every
-    ``POOL_SAVE_EVERY`` new tasks and at the end (an interrupted run keeps what it generated).
+    """Load the pool at ``pool_dir`` and add candidates for tasks it lacks, appending each new
+    task to the directory as it is generated (an interrupted run keeps what it generated).
 
     ``model`` (a CostModel) guides the evolutionary part of new pools; ``random_fraction``
     caps the share of random samples (see :func:`tcl.measurement.candidates.generate_pool`)."""
@@ -131,10 +129,9 @@ def ensure_pool(
             task.module(), profile.tvm_target(), size, seed=seed, max_random=max_random, model=model
         )
         pool.add(task, found, stats.origins)
-        if i % POOL_SAVE_EVERY == 0 and i < len(missing):
-            save_pool(pool_dir, pool, meta=pool.meta)
+        extend_pool(pool_dir, pool, meta=pool.meta)
     if unsaved:
-        save_pool(pool_dir, pool, meta=pool.meta)
+        extend_pool(pool_dir, pool, meta=pool.meta)
         pool = load_pool(pool_dir)
     return pool
 
@@ -156,7 +153,7 @@ def collect(
     network_names: Sequence[str],
     pool_size: int,
     out_dir: Path,
-    sampler_name: str = "all",
+    sampler_name: str = defaults.MEASURE_ALL,
     budget: float = 1.0,
     pool_dir: Path | None = None,
     seed: int = 0,
@@ -165,7 +162,7 @@ def collect(
     max_tasks: int | None = None,
     reporter: Any = None,
     rounds: int = 1,
-    model_name: str = "mamba",
+    model_name: str = defaults.COST_MODEL,
     model_options: dict[str, Any] | None = None,
     model: Any = None,
     pool_model: Any = None,
@@ -225,7 +222,7 @@ def collect(
     start = time.perf_counter()
     load = OtherLoad() if backend.times_on_this_host else None
     run = {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "started": timestamp(),
         "commit": source_revision(),
         "cpu_model": cpu_model(),
         "cpus": os.cpu_count(),
@@ -346,22 +343,31 @@ def _measure_task(
 ) -> None:
     mod = task.module()
     target = backend.target()
+    take_turns = idle_only and load is not None
     for lo in range(0, len(traces), batch_size):
         batch = traces[lo : lo + batch_size]
         schedules = [trace_to_schedule(mod, t) for t in batch]
+        again = False
         while True:
-            results = backend.measure(mod, schedules)
-            if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
-                raise KeyboardInterrupt
-            cores = None if load is None else load.judge() if idle_only else load.sample()
+            # Idle-only collections on one machine take turns: the one waiting for its turn is idle,
+            # so neither sees the other as load; the wait for quiet happens inside the turn.
+            with timing_turn(interrupted) if take_turns else contextlib.nullcontext():
+                if again:
+                    _wait_until_idle(load, interrupted)
+                if take_turns:
+                    load.restart()  # judge the batch, not the wait for the turn
+                results = backend.measure(mod, schedules)
+                if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
+                    raise KeyboardInterrupt
+                cores = None if load is None else load.judge() if idle_only else load.sample()
             if not (idle_only and cores is not None and cores >= BUSY_CORES):
                 break
+            again = True
             stats.retimed += len(batch)
             stats.busy_cores = max(stats.busy_cores, cores)
             reporter.status(
                 f"other processes took {cores:.1f} cores: waiting for an idle machine to time this batch again"
             )
-            _wait_until_idle(load, interrupted)
         writer.add(task, list(zip(batch, results)), target=target)
         registry.hook.tcl_on_records_measured(profile=profile.name, task=task.key, records=results)
         failed = sum(not r.ok for r in results)
@@ -376,6 +382,7 @@ def _wait_until_idle(load: OtherLoad, interrupted: threading.Event, poll_s: floa
     """Return once other processes have used less than ``BUSY_CORES`` over two polls in a row
     (one quiet moment between two compile jobs is not an idle machine)."""
     quiet = 0
+    load.restart()
     while quiet < 2:
         if interrupted.wait(poll_s):
             raise KeyboardInterrupt

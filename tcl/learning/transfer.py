@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from tcl.api import discovery
+from tcl.api import defaults, discovery
 from tcl.api.errors import TclError
 from tcl.api.interfaces import CostModel, checked_selection
 from tcl.api.programs import ProgramSet
@@ -140,7 +140,7 @@ def transfer_once(
     data_dir: Path,
     out: Path,
     budget: float = 0.1,
-    sampler: str = "rdu",
+    sampler: str = defaults.SAMPLER,
     held_out: Sequence[str] = (),
     seed: int = 0,
     options: Mapping[str, Any] | None = None,
@@ -203,7 +203,12 @@ def _row(
 
 
 def train_base(
-    records: ProgramSet, *, model: str = "mamba", base_epochs: int | None = None, seed: int = 0, threads: int | None = 1
+    records: ProgramSet,
+    *,
+    model: str = defaults.COST_MODEL,
+    base_epochs: int | None = None,
+    seed: int = 0,
+    threads: int | None = 1,
 ) -> tuple[CostModel, float]:
     """The first platform's model of a sequence, trained on all its ``records``, and the
     seconds it took; strategies clone it, so one base serves every strategy of a study."""
@@ -221,11 +226,11 @@ def run_sequence(
     strategy: str,
     data_dir: Path,
     budget: float = 0.1,
-    sampler: str = "rdu",
+    sampler: str = defaults.SAMPLER,
     held_out_networks: Sequence[str] = (),
     seed: int = 0,
     teacher: Path | None = None,
-    model: str = "mamba",
+    model: str = defaults.COST_MODEL,
     base_epochs: int | None = None,
     options: Mapping[str, Any] | None = None,
     out_dir: Path | None = None,
@@ -291,8 +296,8 @@ def adapt(
     out: Path,
     work_dir: Path,
     budget: float = 0.1,
-    sampler: str = "rdu",
-    strategy: str = "continual-kd",
+    sampler: str = defaults.SAMPLER,
+    strategy: str = defaults.TRANSFER_STRATEGY,
     options: Mapping[str, Any] | None = None,
     seed: int = 0,
     batch_size: int = 16,

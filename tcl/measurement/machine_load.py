@@ -9,7 +9,13 @@ timed beside other jobs gave a per-task Kendall tau of 0.12-0.75 against the idl
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import tempfile
+import threading
 import time
+from pathlib import Path
+from typing import Iterator
 
 import psutil
 
@@ -47,6 +53,10 @@ class OtherLoad:
 
     def __init__(self) -> None:
         self._me = psutil.Process()
+        self.restart()
+
+    def restart(self) -> None:
+        """Start a new interval here (what happened before, e.g. waiting for a turn, is not judged)."""
         self._time, self._busy, self._own = time.monotonic(), _busy_cpu_seconds(), _tree_cpu_seconds(self._me)
 
     def sample(self) -> float | None:
@@ -66,3 +76,34 @@ class OtherLoad:
         cores = self.sample()
         assert cores is not None  # the interval is now long enough
         return cores
+
+
+#: Where idle-only collections on one machine take turns (see :func:`timing_turn`).
+TURN_LOCK = Path(tempfile.gettempdir()) / "tcl-idle-timing.lock"
+
+
+@contextlib.contextmanager
+def timing_turn(interrupted: threading.Event, poll_s: float = 0.2, path: Path | None = None) -> Iterator[None]:
+    """Hold the machine-wide turn of idle-only collections while one batch is built and timed.
+
+    Two idle-only collections on one machine would each see the other's building and timing
+    as load, drop their batches and wait for an idle machine that never comes; taking turns,
+    one waits (idle) while the other measures. Load from anything else is still judged."""
+    path = path or TURN_LOCK
+    try:
+        handle = open(path, "a")  # noqa: SIM115 (held for the turn, closed below)
+    except PermissionError:  # another user's lock file: reading is enough for flock
+        handle = open(path)  # noqa: SIM115
+    with handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if interrupted.is_set():
+                    raise KeyboardInterrupt from None
+                time.sleep(poll_s)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -60,6 +60,7 @@ from tcl.records.manifest import read_manifest
 from tcl.records.program_keys import program_key
 from tcl.records.staging import is_staging, staged_directory
 from tcl.records.stored_files import CORRUPT_GZIP, PACKED_SUFFIX, iter_json_lines, open_stored, stored_file
+from tcl.records.trace_json import trace_shape_problem
 from tcl.records.tvm_json import workload_name
 
 log = logging.getLogger(__name__)
@@ -220,6 +221,9 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
                 f"{rec_path}:{lineno}: not a tuning record [workload_index, [trace, run_secs, target, args_info]]"
             ) from None
         task = workload_of(widx, workloads, rec_path, lineno)
+        shape = None if tenset else trace_shape_problem(trace)
+        if shape is not None:
+            raise TclError(f"{rec_path}:{lineno}: not a tuning record: {shape}")
         error = None
         problem = run_secs_problem(run_secs)
         if problem is not None:

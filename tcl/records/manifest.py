@@ -67,7 +67,8 @@ def source_revision() -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def _now() -> str:
+def timestamp() -> str:
+    """Local time with its UTC offset, the form every file we write records times in."""
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
@@ -84,7 +85,7 @@ def make_manifest(
     **extra: Any,
 ) -> dict[str, Any]:
     """A new manifest (see :func:`write_manifest`) with provenance filled in."""
-    now = _now()
+    now = timestamp()
     manifest = {
         "format": MANIFEST_FORMAT,
         "version": MANIFEST_VERSION,
@@ -121,7 +122,7 @@ def add_run(work_dir: str | os.PathLike, run: Mapping[str, Any]) -> None:
     manifest's ``runs`` list, so every shard says how and where each part was measured."""
     manifest = read_manifest(work_dir) or make_manifest()
     manifest["runs"] = [*manifest.get("runs", []), dict(run)]
-    manifest["updated"] = _now()
+    manifest["updated"] = timestamp()
     write_manifest(work_dir, manifest)
 
 
@@ -198,6 +199,6 @@ def update_manifest(
             manifest[k] = v
             changed = True
     if changed:
-        manifest["updated"] = _now()
+        manifest["updated"] = timestamp()
         write_manifest(work_dir, manifest)
     return manifest

@@ -6,8 +6,9 @@ task and saved, so that the *same* candidates can be measured on several hardwar
 Pool directory format (version 2; version 1, without origins, is read too)::
 
     pool/
-      tcl_pool.json        metadata: format, version, target, seed, TVM version, date, and
-                           tasks in order: key, name, weight, networks, n (candidates)
+      tcl_pool.json        metadata: format, version, target, seed, TVM version, date,
+                           tasks in order: key, name, weight, networks, n (candidates), and
+                           stored: the lines and bytes of each data file it commits
       workloads.json       one line per task, in task order: [structural_hash, base64(IR JSON)]
                            (exactly a line of TVM's database_workload.json)
       candidates.json      one line per candidate: [task_index, trace_json, origin], trace_json
@@ -19,7 +20,9 @@ Pool directory format (version 2; version 1, without origins, is read too)::
 Lines are in TVM's JSON dialect (:func:`tcl.records.tvm_json.tvm_json_dumps`). The files are
 deliberately *not* named like TVM's JSONDatabase files, so a pool is never
 mistaken for measured records. Files are written to temporary names and renamed, metadata
-last: a half-written pool has no ``tcl_pool.json`` and is refused.
+last: a half-written pool has no ``tcl_pool.json`` and is refused. A pool that grows task by
+task is appended to (:func:`extend_pool`); readers take only the committed lines, so an
+interrupted append is never read and the next one cuts it off.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -35,10 +37,10 @@ import attrs
 
 from tcl.api.errors import TclError
 from tcl.api.programs import Program, ProgramSet, Task, workload_module
-from tcl.records.manifest import tvm_version
+from tcl.records.manifest import timestamp, tvm_version
 from tcl.records.program_keys import program_key
 from tcl.records.stored_files import stored_lines, write_atomic
-from tcl.records.trace_json import plain_json, trace_to_json
+from tcl.records.trace_json import plain_json, trace_shape_problem, trace_to_json
 from tcl.records.tvm_json import tvm_json_dumps, workload_name
 
 log = logging.getLogger(__name__)
@@ -184,29 +186,72 @@ def save_pool(
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
     (root / POOL_META).unlink(missing_ok=True)  # a pool without metadata is "being written"
-    workloads, lines, tasks = [], [], []
+    workloads, lines = _task_lines(pool, 0)
+    write_atomic(root / POOL_WORKLOADS, "".join(workloads))
+    write_atomic(root / POOL_CANDIDATES, "".join(lines))
+    return _commit(root, pool, meta)
+
+
+def extend_pool(path: str | os.PathLike, pool: Pool, *, meta: Mapping[str, Any] | None = None) -> Path:
+    """Save ``pool`` to the pool directory at ``path`` that holds its first tasks, appending
+    the tasks it lacks rather than rewriting every candidate (a pool grows task by task during
+    a collection; rewriting it whole each time costs time quadratic in its size). Falls back to
+    :func:`save_pool` when the directory is not such a prefix of ``pool``. The metadata, written
+    last, says how many lines are committed, so an interrupted append is never read."""
+    root = Path(path)
+    try:
+        on_disk = json.loads((root / POOL_META).read_text(encoding="utf-8"))
+        committed = {name: int(on_disk["stored"][name]["bytes"]) for name in (POOL_WORKLOADS, POOL_CANDIDATES)}
+        done = [(t["key"], t["n"]) for t in on_disk["tasks"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return save_pool(root, pool, meta=meta)
+    ours = [(key, len(pool.traces.get(key, []))) for key in pool.tasks]
+    intact = all(
+        (root / name).is_file() and (root / name).stat().st_size >= committed[name]
+        for name in (POOL_WORKLOADS, POOL_CANDIDATES)
+    )  # plain files (not packed) holding at least what the metadata committed
+    if not intact or ours[: len(done)] != done:
+        return save_pool(root, pool, meta=meta)
+    workloads, lines = _task_lines(pool, len(done))
+    for name, new in ((POOL_WORKLOADS, workloads), (POOL_CANDIDATES, lines)):
+        with open(root / name, "r+b") as fh:
+            fh.truncate(committed[name])  # drop what an interrupted append left
+            fh.seek(0, os.SEEK_END)
+            fh.write("".join(new).encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+    return _commit(root, pool, meta)
+
+
+def _task_lines(pool: Pool, first: int) -> tuple[list[str], list[str]]:
+    """The workloads.json and candidates.json lines of the pool's tasks from index ``first`` on."""
+    workloads, lines = [], []
     for i, (task, traces) in enumerate(pool):
+        if i < first:
+            continue
         if task.mod_b64 is None:
             raise TclError(f"task {task.name} has no TVM workload; a pool needs one")
-        workloads.append(tvm_json_dumps([task.key, task.mod_b64]))
+        workloads.append(tvm_json_dumps([task.key, task.mod_b64]) + "\n")
         origins = pool.origins.get(task.key) or []
         for j, t in enumerate(traces):
             origin = origins[j] if j < len(origins) else None
-            lines.append(tvm_json_dumps([i, t] if origin is None else [i, t, origin]))
-        tasks.append(
-            {
-                "key": task.key,
-                "name": task.name,
-                "weight": task.weight,
-                "networks": list(task.networks),
-                "n": len(traces),
-            }
-        )
-    write_atomic(root / POOL_WORKLOADS, "".join(w + "\n" for w in workloads))
-    write_atomic(root / POOL_CANDIDATES, "".join(line + "\n" for line in lines))
+            lines.append(tvm_json_dumps([i, t] if origin is None else [i, t, origin]) + "\n")
+    return workloads, lines
+
+
+def _commit(root: Path, pool: Pool, meta: Mapping[str, Any] | None) -> Path:
+    """Write ``tcl_pool.json`` for the data files as they are: the tasks, and the lines and bytes stored."""
+    tasks = [
+        {"key": task.key, "name": task.name, "weight": task.weight, "networks": list(task.networks), "n": len(traces)}
+        for task, traces in pool
+    ]
     info = {**dict(pool.meta), **dict(meta or {})}
     info.update(format=POOL_FORMAT, version=POOL_VERSION, tasks=tasks)
-    info.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    info["stored"] = {
+        POOL_WORKLOADS: {"lines": len(tasks), "bytes": (root / POOL_WORKLOADS).stat().st_size},
+        POOL_CANDIDATES: {"lines": sum(t["n"] for t in tasks), "bytes": (root / POOL_CANDIDATES).stat().st_size},
+    }
+    info.setdefault("created", timestamp())
     info.setdefault("tvm_version", tvm_version())
     if "target" in info and not isinstance(info["target"], (dict, str, type(None))):
         info["target"] = plain_json(info["target"].export())
@@ -239,7 +284,8 @@ def load_pool(path: str | os.PathLike) -> Pool:
             f"{', '.join(map(str, POOL_VERSIONS_READ))}"
         )
     entries = meta.get("tasks", [])
-    workloads = list(_read_json_lines(root / POOL_WORKLOADS))
+    stored = meta.get("stored") if isinstance(meta.get("stored"), dict) else {}
+    workloads = list(_read_json_lines(root / POOL_WORKLOADS, _committed_lines(stored, POOL_WORKLOADS)))
     if len(workloads) != len(entries):
         raise TclError(f"{root / POOL_WORKLOADS}: {len(workloads)} workloads, {POOL_META} lists {len(entries)} tasks")
     pool = Pool(meta=meta)
@@ -260,7 +306,7 @@ def load_pool(path: str | os.PathLike) -> Pool:
         pool.traces[task.key] = []
         pool.origins[task.key] = []
         order.append(task.key)
-    for lineno, line in _read_json_lines(root / POOL_CANDIDATES):
+    for lineno, line in _read_json_lines(root / POOL_CANDIDATES, _committed_lines(stored, POOL_CANDIDATES)):
         if not (
             isinstance(line, list)
             and len(line) in (2, 3)
@@ -272,6 +318,9 @@ def load_pool(path: str | os.PathLike) -> Pool:
                 f"{root / POOL_CANDIDATES}:{lineno}: expected [task_index, trace] or "
                 f"[task_index, trace, origin] with origin one of {', '.join(ORIGINS)}"
             )
+        shape = trace_shape_problem(line[1])
+        if shape is not None:
+            raise TclError(f"{root / POOL_CANDIDATES}:{lineno}: not a candidate: {shape}")
         pool.traces[order[line[0]]].append(line[1])
         pool.origins[order[line[0]]].append(line[2] if len(line) == 3 else None)
     for entry, key in zip(entries, order):
@@ -282,11 +331,23 @@ def load_pool(path: str | os.PathLike) -> Pool:
     return pool
 
 
-def _read_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+def _committed_lines(stored: Mapping[str, Any], name: str) -> int | None:
+    """How many lines of data file ``name`` the metadata committed (None: all; older pools)."""
+    lines = (stored.get(name) or {}).get("lines") if isinstance(stored.get(name), dict) else None
+    return lines if isinstance(lines, int) and not isinstance(lines, bool) and lines >= 0 else None
+
+
+def _read_json_lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
+    """Parsed non-blank lines of ``path``, the first ``limit`` of them when given (what follows
+    is an append the metadata never committed)."""
+    read = 0
     try:
         for lineno, raw in stored_lines(path):
+            if limit is not None and read >= limit:
+                return
             if not raw.strip():
                 continue
+            read += 1
             try:
                 yield lineno, json.loads(raw)
             except ValueError as exc:

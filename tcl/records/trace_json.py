@@ -17,6 +17,7 @@ measured in docs/tuning.md.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 
@@ -52,6 +53,34 @@ def is_ir_json(text: str) -> bool:
     ``Trace.as_json``, indented in the tuning records a JSONDatabase writes.
     """
     return text.startswith("{") and '"root_index"' in text and '"nodes"' in text
+
+
+def trace_shape_problem(trace: Any) -> str | None:
+    """Why ``trace`` is not ``Trace.as_json()``'s ``[insts, decisions]`` (None when it is):
+    each inst ``[kind, inputs, attrs, outputs]``, each decision ``[inst_index, value]``.
+    Records are checked on load, so a corrupt one is named by file and line rather than
+    failing later inside a featurizer."""
+    if not (isinstance(trace, list) and len(trace) == 2 and all(isinstance(part, list) for part in trace)):
+        return "the trace is not [instructions, decisions]"
+    insts, decisions = trace
+    for i, inst in enumerate(insts):
+        if not (
+            isinstance(inst, list)
+            and len(inst) == 4
+            and isinstance(inst[0], str)
+            and all(isinstance(part, list) for part in inst[1:])
+        ):
+            return f"instruction {i} is not [kind, inputs, attributes, outputs]"
+    for decision in decisions:
+        if not (
+            isinstance(decision, list)
+            and len(decision) == 2
+            and isinstance(decision[0], int)
+            and not isinstance(decision[0], bool)
+            and 0 <= decision[0] < len(insts)
+        ):
+            return f"decision {json.dumps(decision)[:40]} is not [instruction index, value]"
+    return None
 
 
 class TraceJson:

@@ -41,13 +41,15 @@ def compare(
     profiles_dir: Sequence[str] = (),
     report: Callable[[str], None] | None = None,
     baseline: str | None = None,
+    torch_compile: bool = False,
 ) -> dict[str, Any]:
     """Tune ``network`` with each of ``methods`` in turn (each in ``out_dir/<label>``) and
     compare them with ``baseline`` (a method as given or its label; default the first):
     ``{"rows": [...], "baseline": label, ...}``. Each row's ``seconds_to_best_of`` also says
     when that method reached every method's final estimate (None: never), so one run answers
     "how much sooner than XGB" and "than Tenset-MLP" alike. Online fine-tuning applies to our
-    checkpoints only."""
+    checkpoints only. ``torch_compile`` times the network under torch.compile once (with the
+    first method's run) and sets every row's ratio to it beside the one to torch eager."""
     if not methods:
         raise TclError("--compare needs at least one method")
     prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)
@@ -59,7 +61,7 @@ def compare(
     net = resolve_network(network, input_shape, seed)
     out_dir = Path(out_dir)
     results = {}
-    for method in resolved:
+    for i, method in enumerate(resolved):
         results[method.label] = tune_network(
             net,
             prof,
@@ -72,7 +74,9 @@ def compare(
             repeats=repeats,
             report=report,
             plot=False,
+            torch_compile=torch_compile and i == 0,
         )
+    peer = results[labels[0]]
     base = results[base_label]
     base_best = base["estimate_s"]
     base_time = _time_to_reach(base["curve"]["points"], base_best, "seconds")
@@ -93,6 +97,9 @@ def compare(
                 "latency_ms": _ms(r["latency_s"]),
                 "torch_ms": _ms(r["torch_latency_s"]),
                 "vs_torch": r["torch_latency_s"] / r["latency_s"],
+                "vs_torch_compile": (
+                    peer["torch_compile_latency_s"] / r["latency_s"] if "torch_compile_latency_s" in peer else None
+                ),
                 "time_to_baseline_best_s": t,
                 "trials_to_baseline_best": n,
                 "search_speedup": (base_time / t) if (t and base_time) else None,
@@ -103,6 +110,9 @@ def compare(
             }
         )
     summary = {"network": base["network"], "profile": prof.name, "trials": trials, "baseline": base_label, "rows": rows}
+    if torch_compile:
+        summary["torch_compile_ms"] = _ms(peer.get("torch_compile_latency_s"))
+        summary["torch_compile_error"] = peer.get("torch_compile_error")
     write_atomic(out_dir / "compare.json", json.dumps({**summary, "results": results}, indent=1) + "\n")
     plot_curves(results, out_dir / "compare.png", title=f"{base['network']} on {prof.name}, {trials} trials")
     return summary

@@ -254,6 +254,30 @@ def _in_place_of(scheduled: Any, func: Any) -> Any:
     return scheduled.with_attr("tirx.is_scheduled", True)
 
 
+def time_torch_compiled(definition: Any, threads: int, repeats: int = 20) -> dict[str, Any]:
+    """The network under ``torch.compile`` (inductor), timed like torch eager in
+    :func:`compile_and_check`: the peer a torch user would deploy. A failure to compile (no C++
+    compiler, an unsupported operator) is reported in the result, not raised: it comes after
+    the tuning, which must not be lost to it."""
+    import torch
+
+    start = time.perf_counter()
+    try:
+        compiled = torch.compile(definition.module)
+        with torch.no_grad():
+            compiled(*definition.example_inputs)  # the first call compiles
+            compile_s = time.perf_counter() - start
+            times = {}
+            for n in sorted({1, int(threads)}):
+                with torch_threads(n):
+                    times[n] = _time_torch(compiled, definition.example_inputs, repeats)
+    except Exception as exc:  # torch._dynamo and inductor raise many kinds; the message says which
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return {"torch_compile_error": f"{type(exc).__name__}: {first}"[:300]}
+    best = min(times, key=times.get)
+    return {"torch_compile_latency_s": times[best], "torch_compile_threads": best, "torch_compile_s": compile_s}
+
+
 def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:
     for _ in range(3):
         module(*inputs)

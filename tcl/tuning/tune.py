@@ -37,7 +37,13 @@ from tcl.records.manifest import update_manifest
 from tcl.records.pools import make_task
 from tcl.records.stored_files import repair_tail, write_atomic
 from tcl.records.tvm_log import quiet_tvm_warnings
-from tcl.tuning.compile import check_export_path, choose_schedules, compile_and_check, pick_fastest
+from tcl.tuning.compile import (
+    check_export_path,
+    choose_schedules,
+    compile_and_check,
+    pick_fastest,
+    time_torch_compiled,
+)
 from tcl.tuning.contexts import tune_contexts
 from tcl.tuning.curve import (
     CURVE_FILE,
@@ -168,11 +174,13 @@ def tune_network(
     report: Callable[[str], None] | None = None,
     plot: bool = True,
     export: str | Path | None = None,
+    torch_compile: bool = False,
 ) -> dict[str, Any]:
     """Tune ``network`` for ``trials`` measured candidates in total (records already in
     ``out_dir`` count), compile, check against torch, time; return the JSON-able result
     (also written to ``out_dir/tune_result.json``). ``population`` is the evolutionary
     search's (MetaSchedule's default 512; smaller rounds are faster and search less).
+    ``torch_compile`` also times the network under torch.compile (inductor) beside torch eager.
     See the module doc."""
 
     report = report or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -255,6 +263,10 @@ def tune_network(
     finally:
         backend.close()
     use_default = {k for k, v in (picks or {}).items() if v == "default"}
+    peers = {}
+    if torch_compile:  # before TVM's runtime starts: its pool threads spin after a kernel
+        report(f"timing {name} under torch.compile (inductor; compiling takes a while)")
+        peers = time_torch_compiled(definition, prof.runtime_threads, repeats)
     check = compile_and_check(
         definition,
         target,
@@ -282,6 +294,7 @@ def tune_network(
         "cost_model_stats": model_stats,
         "tuning_phases_s": phases,
         **check,
+        **peers,
         "curve": curve.as_dict(),
         "out_dir": str(out_dir),
     }
