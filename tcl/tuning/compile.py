@@ -119,12 +119,7 @@ def compile_and_check(
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
-        # torch at its best here: with the profile's threads and with one (on a busy machine
-        # OpenMP barriers make two threads many times slower than one)
-        torch_times = {}
-        for n in sorted({1, int(threads)}):
-            with torch_threads(n):
-                torch_times[n] = _time_torch(definition.module, definition.example_inputs, repeats)
+        torch_times = _time_torch_threads(definition.module, definition.example_inputs, threads, repeats)
     torch_threads_best = min(torch_times, key=torch_times.get)
     time.sleep(0.5)  # let torch's OpenMP workers go to sleep before TVM runs
     dev = tvm.cpu()
@@ -267,15 +262,22 @@ def time_torch_compiled(definition: Any, threads: int, repeats: int = 20) -> dic
         with torch.no_grad():
             compiled(*definition.example_inputs)  # the first call compiles
             compile_s = time.perf_counter() - start
-            times = {}
-            for n in sorted({1, int(threads)}):
-                with torch_threads(n):
-                    times[n] = _time_torch(compiled, definition.example_inputs, repeats)
+            times = _time_torch_threads(compiled, definition.example_inputs, threads, repeats)
     except Exception as exc:  # torch._dynamo and inductor raise many kinds; the message says which
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return {"torch_compile_error": f"{type(exc).__name__}: {first}"[:300]}
     best = min(times, key=times.get)
     return {"torch_compile_latency_s": times[best], "torch_compile_threads": best, "torch_compile_s": compile_s}
+
+
+def _time_torch_threads(module: Any, inputs: Sequence[Any], threads: int, repeats: int) -> dict[int, float]:
+    """Seconds per call of a torch module with the profile's threads and with one: torch at its
+    best here (on a busy machine OpenMP barriers make two threads many times slower than one)."""
+    times = {}
+    for n in sorted({1, int(threads)}):
+        with torch_threads(n):
+            times[n] = _time_torch(module, inputs, repeats)
+    return times
 
 
 def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:
