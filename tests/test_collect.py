@@ -215,3 +215,28 @@ def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir,
         proc = run_tcl(*collect_args(workload_dir, never, 4), *extra)
         assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and not never.exists()
+
+
+def test_a_candidate_tvm_cannot_replay_becomes_a_build_error_record(workload_dir, tmp_path):
+    from tcl.records.pools import POOL_CANDIDATES, load_pool
+
+    out = tmp_path / "records"
+    proc = run_tcl(*collect_args(workload_dir, out, 4, "--sampler", "random", "--budget", "0.5"))
+    assert proc.returncode == 0, proc.stderr
+    measured = {program_key(p.trace) for _, progs in load_records(out) for p in progs}
+    ((key, traces),) = load_pool(out / "pool").traces.items()
+    victim = next(i for i, t in enumerate(traces) if program_key(t) not in measured)
+    # well-formed, but names a block the workload does not have (same length: the pool's
+    # metadata commits the file's bytes)
+    path = out / "pool" / POOL_CANDIDATES
+    lines = path.read_text().splitlines(keepends=True)
+    assert '["C","main"]' in lines[victim]
+    lines[victim] = lines[victim].replace('["C","main"]', '["Z","main"]')
+    path.write_text("".join(lines))
+    proc = run_tcl(*collect_args(workload_dir, out, 4, "--sampler", "random", "--budget", "1.0"))
+    assert proc.returncode == 0, proc.stderr
+    assert "measured 2 programs" in proc.stdout
+    programs = load_records(out).programs[key]
+    failed = [p for p in programs if not p.ok]
+    assert len(programs) == 4 and len(failed) == 1
+    assert failed[0].error.startswith("build: trace replay failed"), failed[0].error

@@ -161,6 +161,26 @@ def test_malformed_trace_names_file_and_line(tmp_path, case):
         load_records(db)
 
 
+def test_a_trace_tvm_cannot_replay_names_file_and_line(tmp_path):
+    """Well-formed, but naming a block the workload lacks: found only when the per-store
+    featurizer replays it, and still reported with the record's file and line."""
+    import gzip
+
+    src = BUNDLED / "x86-avx2"
+    db = tmp_path / "db"
+    db.mkdir()
+    (db / WORKLOAD_FILE).write_bytes(gzip.decompress((src / (WORKLOAD_FILE + ".gz")).read_bytes()))
+    with gzip.open(src / (RECORD_FILE + ".gz"), "rt") as fh:
+        first = [line for line, _ in zip(fh, range(3))]
+    assert all(line.startswith("[0,") for line in first) and '["matmul","main"]' in first[2]
+    first[2] = first[2].replace('["matmul","main"]', '["no_such_block","main"]')
+    (db / RECORD_FILE).write_text("".join(first))
+    proc = run_tcl("eval", "--model", str(PRETRAINED), "--data", str(db))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"tcl: error: {db / RECORD_FILE}:3: per-store: cannot replay a trace of task "), line
+
+
 def test_dataset_info_counts_invalid_records_and_says_why(tmp_path):
     lines = (
         [record_line(0, [1e-4]), record_line(0, [2e-4])]

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from tcl.api import validation
-from tcl.api.errors import TclError
+from tcl.api.errors import TclError, one_line
 from tcl.api.interfaces import Featurizer
 from tcl_plugins.cost_models.features import resolve_featurizer
 
@@ -130,12 +130,7 @@ def load_weights(path: Path) -> Any:
     except FileNotFoundError:
         raise TclError(f"{path}: missing; the checkpoint is incomplete") from None
     except Exception as exc:  # noqa: BLE001 - damaged bytes can make the unpickler raise anything
-        raise TclError(f"{path}: not a readable torch weights file ({type(exc).__name__}: {first_line(exc)})") from None
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        raise TclError(f"{path}: not a readable torch weights file ({type(exc).__name__}: {one_line(exc)})") from None
 
 
 def check_like_default(what: str, value: Any, default: Any) -> None:

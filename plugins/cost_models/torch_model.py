@@ -16,7 +16,7 @@ from torch import nn
 
 import tcl
 from tcl.api import validation
-from tcl.api.errors import TclError
+from tcl.api.errors import TclError, one_line
 from tcl.api.interfaces import CostModel, Featurizer, OnlineUpdatable
 from tcl.api.programs import Program, ProgramSet, Task
 from tcl.learning.record_sets import dataset_fingerprint
@@ -38,7 +38,6 @@ from tcl_plugins.cost_models.checkpoints import (
     WEIGHTS_FILE,
     check_checkpoint,
     check_like_default,
-    first_line,
     load_weights,
     read_checkpoint_config,
     timestamp,
@@ -384,7 +383,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
                 weights = Path(path) / FISHER_FILE
                 model.fisher = load_weights(weights)
         except (RuntimeError, ValueError, TypeError, AttributeError) as exc:
-            raise TclError(f"{weights}: does not fit cost model {cls.name}: {first_line(exc)}") from None
+            raise TclError(f"{weights}: does not fit cost model {cls.name}: {one_line(exc)}") from None
         model.module.to(model.device).eval()
         model.info = {
             k: cfg.get(k) for k in ("profile", "dataset_fingerprint", "metrics", "counts", "seed", "transfer")

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tcl.api.errors import TclError
+from tcl.api.errors import TclError, one_line
 from tcl.api.interfaces import Featurizer
 from tcl.api.programs import Program, Task
 
@@ -98,7 +98,10 @@ class PerStoreFeaturizer(Featurizer):
                     try:
                         sch = trace_to_schedule(mod, prog.trace)
                     except Exception as exc:  # tvm raises TVMError subclasses and ValueError
-                        raise TclError(f"per-store: cannot replay a trace of task {task.name}: {exc}") from None
+                        where = f"{prog.location}: " if prog.location else ""
+                        raise TclError(
+                            f"{where}per-store: cannot replay a trace of task {task.name}: {one_line(exc)}"
+                        ) from None
                 cands.append(ms.MeasureCandidate(sch, args))
             for arr in self._extractor.extract_from(tc, cands):
                 out.append(np.ascontiguousarray(arr.numpy(), dtype=np.float32))

@@ -83,8 +83,9 @@ class TraceSeqFeaturizer(Featurizer):
                         trace = trace_to_json(trace if trace is not None else prog.schedule)
                     rows, first_post = _ms_rows(trace, L, tab, self._kind_info, memo)
             except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                where = f"{prog.location}: " if prog.location else ""
                 raise TclError(
-                    f"trace-seq: malformed {prog.source} trace (program {p} of task {task.name}): "
+                    f"{where}trace-seq: malformed {prog.source} trace (program {p} of task {task.name}): "
                     f"{type(exc).__name__}: {exc}"
                 ) from None
             k = len(rows)

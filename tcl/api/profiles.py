@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from tcl.api.errors import TclError
+from tcl.api.errors import TclError, one_line
 
 PROFILES_PATH_ENV = "TCL_PROFILES_PATH"
 AUTO = "auto"
@@ -196,8 +196,7 @@ def _check_target(target: dict[str, Any], source: str) -> None:
     try:
         tvm.target.Target(target)
     except (ValueError, TypeError, RuntimeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TclError(f"{source}: [target]: TVM does not accept it: {first}") from None
+        raise TclError(f"{source}: [target]: TVM does not accept it: {one_line(exc)}") from None
 
 
 def _resolve_target(target: dict[str, Any]) -> dict[str, Any]:

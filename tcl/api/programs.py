@@ -49,6 +49,7 @@ class Program:
     error: str | None = None
     source: str = "metaschedule"
     schedule: Any = None
+    location: str | None = None  # "file:line" of the record it was read from, for error messages
 
     @property
     def latency(self) -> float:

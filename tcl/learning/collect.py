@@ -20,10 +20,10 @@ from typing import Any, Callable, Iterable, Sequence
 import attrs
 
 from tcl.api import defaults, discovery, validation
-from tcl.api.errors import TclError
+from tcl.api.errors import TclError, one_line
 from tcl.api.interfaces import checked_selection
 from tcl.api.profiles import HardwareProfile
-from tcl.api.programs import Program, Task
+from tcl.api.programs import MeasureResult, Program, Task
 from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad, timing_turn
@@ -327,6 +327,16 @@ def _deferred_interrupt():
         signal.signal(signal.SIGINT, previous)
 
 
+def _replay(mod: Any, trace: Any) -> Any:
+    """The candidate's schedule, or a build error record when TVM cannot replay its trace on
+    the workload (a pool from another TVM version or another workload): one bad candidate
+    never stops a collection."""
+    try:
+        return trace_to_schedule(mod, trace)
+    except Exception as exc:  # noqa: BLE001 - TVM raises TVMError subclasses and ValueError
+        return MeasureResult(run_secs=None, error_kind="build", error_msg=f"trace replay failed: {one_line(exc)}")
+
+
 def _measure_task(
     task: Task,
     traces: Sequence[Any],
@@ -346,7 +356,8 @@ def _measure_task(
     take_turns = idle_only and load is not None
     for lo in range(0, len(traces), batch_size):
         batch = traces[lo : lo + batch_size]
-        schedules = [trace_to_schedule(mod, t) for t in batch]
+        replayed = [_replay(mod, t) for t in batch]
+        timed = [i for i, r in enumerate(replayed) if not isinstance(r, MeasureResult)]
         again = False
         while True:
             # Idle-only collections on one machine take turns: the one waiting for its turn is idle,
@@ -356,7 +367,10 @@ def _measure_task(
                     _wait_until_idle(load, interrupted)
                 if take_turns:
                     load.restart()  # judge the batch, not the wait for the turn
-                results = backend.measure(mod, schedules)
+                measured = backend.measure(mod, [replayed[i] for i in timed]) if timed else []
+                results = list(replayed)
+                for i, result in zip(timed, measured):
+                    results[i] = result
                 if interrupted.is_set():  # workers may have been killed by the same Ctrl-C: drop the batch
                     raise KeyboardInterrupt
                 cores = None if load is None else load.judge() if idle_only else load.sample()

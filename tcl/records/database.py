@@ -239,7 +239,16 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
                 error = "unknown"
         else:
             secs = tuple(float(s) for s in run_secs)
-        programs[task.key].append(Program(task_key=task.key, trace=trace, run_secs=secs, error=error, source=source))
+        programs[task.key].append(
+            Program(
+                task_key=task.key,
+                trace=trace,
+                run_secs=secs,
+                error=error,
+                source=source,
+                location=f"{rec_path}:{lineno}",
+            )
+        )
     if invalid:
         log.warning(
             "%s: %d records hold no usable time and count as failed (%s), first at line %d: %s",
