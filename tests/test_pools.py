@@ -215,6 +215,10 @@ def test_save_load_round_trip(tmp_path, target):
     assert list(pool.tasks) == [t_mm.key, t_conv.key]
     assert pool.tasks[t_mm.key] == t_mm and pool.tasks[t_conv.key].name == "conv2d_relu"
     assert pool.keys(t_mm.key) == keys(p_mm) and pool.keys(t_conv.key) == keys(p_conv)
+    in_memory = Pool()
+    in_memory.add(t_mm, p_mm)
+    in_memory.add(t_conv, p_conv)  # holds what loading gives, to the byte: collect need not reload
+    assert json.dumps(in_memory.traces) == json.dumps(pool.traces)
     assert pool.meta["target"]["mcpu"] == "core-avx2" and pool.meta["tvm_version"]
     # replaying a stored trace gives the same program
     again = pool.schedule(t_conv.key, 2)

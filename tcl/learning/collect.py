@@ -132,7 +132,6 @@ def ensure_pool(
         extend_pool(pool_dir, pool, meta=pool.meta)
     if unsaved:
         extend_pool(pool_dir, pool, meta=pool.meta)
-        pool = load_pool(pool_dir)
     return pool
 
 

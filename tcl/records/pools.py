@@ -122,7 +122,7 @@ class Pool:
         if origins is not None and len(origins) != len(candidates):
             raise TclError(f"{len(origins)} origins for {len(candidates)} candidates")
         for i, cand in enumerate(candidates):
-            tj = trace_to_json(cand)
+            tj = stored_form(trace_to_json(cand))
             k = program_key(tj)
             if k not in have:
                 have.add(k)
@@ -153,6 +153,12 @@ class Pool:
     def schedule(self, task_key: str, i: int, mod: Any = None) -> Any:
         """Candidate ``i`` of ``task_key`` replayed into a ``tvm.s_tir.Schedule``."""
         return trace_to_schedule(mod if mod is not None else self.tasks[task_key].mod_b64, self.traces[task_key][i])
+
+
+def stored_form(trace_json: Any) -> Any:
+    """The trace as reading it back from a pool file gives it (TVM's JSON writes booleans as
+    1 / 0), so a pool in memory equals the same pool loaded and need not be reloaded."""
+    return json.loads(tvm_json_dumps(trace_json))
 
 
 def trace_to_schedule(mod: Any, trace_json: Any) -> Any:
