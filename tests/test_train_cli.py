@@ -122,3 +122,22 @@ def test_a_split_file_holds_out_its_test_networks_and_validates_on_its_validatio
         str(tmp_path / "n"),
     )
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+
+def test_xgb_trains_from_the_cli_with_the_default_threads(tmp_path):
+    """The CLI always passes its --threads hint; xgb takes it as XGBoost's nthread."""
+    import gzip
+
+    from tcl.records.database import RECORD_FILE, WORKLOAD_FILE
+
+    data = tmp_path / "two-tasks"  # the bundled records of two tasks: per-store features are slow
+    data.mkdir()
+    src = BUNDLED / "x86-avx2"
+    (data / WORKLOAD_FILE).write_bytes(gzip.decompress((src / (WORKLOAD_FILE + ".gz")).read_bytes()))
+    with gzip.open(src / (RECORD_FILE + ".gz"), "rt") as fh:
+        (data / RECORD_FILE).write_text("".join(line for line in fh if line.startswith(("[0,", "[1,"))))
+    out = tmp_path / "xgb"
+    proc = run_tcl("train", "--model", "xgb", "--data", str(data), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "trained xgb on" in proc.stdout
+    assert json.loads((out / "config.json").read_text())["hyper_parameters"]["nthread"] == 1

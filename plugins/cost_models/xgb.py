@@ -58,8 +58,8 @@ class XGBCostModel(CostModel):
     ``TuneContext`` and ``MeasureCandidate``s per task.
 
     Options: ``featurizer`` (default ``per-store``), ``max_depth``, ``gamma``,
-    ``min_child_weight``, ``eta``, ``early_stopping_rounds``, ``nthread``, ``cache_dir``,
-    ``verbose``.
+    ``min_child_weight``, ``eta``, ``early_stopping_rounds``, ``nthread`` (else ``threads``,
+    the runtime hint ``tcl train --threads`` gives), ``cache_dir``, ``verbose``.
     """
 
     name = "xgb"
@@ -79,6 +79,7 @@ class XGBCostModel(CostModel):
         featurizer: str | Featurizer | None = None,
         cache_dir: str | os.PathLike | None = None,
         verbose: bool = True,
+        threads: int | None = None,
         **options: Any,
     ):
         unknown = sorted(set(options) - set(self.xgb_defaults))
@@ -86,6 +87,8 @@ class XGBCostModel(CostModel):
             raise TypeError(f"unknown option(s) {unknown} for cost model xgb")
         self.featurizer = resolve_featurizer(featurizer if featurizer is not None else self.default_featurizer)
         self.options = {**self.xgb_defaults, **options}
+        if self.options["nthread"] is None:  # the CLI's --threads, unless nthread is given
+            self.options["nthread"] = threads
         self.cache_dir = cache_dir
         self.verbose = verbose
         self.model: Any = None
