@@ -130,3 +130,18 @@ def test_collect_in_rounds_measures_the_budget_and_resumes(tmp_path):
     assert len(load_records(out)) == 4
     again = run_tcl(*args, "--budget", "0.5")
     assert again.returncode == 0 and "measured 0 programs" in again.stdout and "training" not in again.stderr
+
+
+def test_a_sampler_object_breaking_its_contract_is_named_as_the_user_named_it(records):
+    from tcl.api.interfaces import Sampler
+
+    class Repeats(Sampler):  # a third-party class that sets no ``name``
+        def select(self, task, pool, budget, *, measured=(), model=None, seed=0):
+            return [0, 0]
+
+    with pytest.raises(
+        TclError, match="^sampler 'author-repeats' broke its contract: returned an index more than once"
+    ):
+        active_learning_offline(records, Repeats(), 2, sampler_name="author-repeats")
+    with pytest.raises(TclError, match="^sampler 'Repeats' broke its contract"):
+        active_learning_offline(records, Repeats(), 2)

@@ -55,16 +55,21 @@ def active_learning_offline(
     model: CostModel | None = None,
     seed: int = 0,
     progress: Callable[[str], None] = lambda _: None,
+    sampler_name: str | None = None,
 ) -> dict[str, list[int]]:
     """Per task, ``budget`` (fraction or count) of its programs chosen in ``rounds`` rounds.
 
     Round r+1 gets the programs chosen so far as ``measured=`` and, when ``model_name`` is
     given, a fresh ``model_name`` model trained (``seed``) on their recorded latencies;
-    ``model`` is what round 1 gets. ``sampler`` is a sampler object or a registered name.
+    ``model`` is what round 1 gets. ``sampler`` is a sampler object or a registered name;
+    ``sampler_name`` names an object in errors (default: its ``name`` or class).
     Returns sorted pool indices per task key.
     """
     registry = discovery.registry()
-    sampler_name = sampler if isinstance(sampler, str) else getattr(sampler, "name", type(sampler).__name__)
+    if isinstance(sampler, str):
+        sampler_name = sampler
+    elif sampler_name is None:
+        sampler_name = getattr(sampler, "name", type(sampler).__name__)
     if isinstance(sampler, str):
         sampler = registry.create("samplers", sampler)
     if model_name is not None:
@@ -133,6 +138,7 @@ def sample_offline(
         model_options=model_options,
         model=model,
         seed=seed,
+        sampler_name=sampler_name,
         progress=progress,
     )
     with staged_directory(out_dir, "subset") as staging, RecordWriter(staging, profile=records.profile) as writer:

@@ -15,18 +15,20 @@ class PlainLocalBackend(HardwareBackend):
     name = "plain-local"
 
     def builder(self) -> Any:
-        from tcl.api.measure import FastLocalBuilder
+        from tcl.api.measure import FastLocalBuilder, worker_initializer
 
-        return FastLocalBuilder(timeout_sec=self.profile.measure.build_timeout_s)
+        # worker processes run the profile's thread count (TVM's default is every core)
+        init = worker_initializer(self.profile.runtime_threads)
+        return FastLocalBuilder(timeout_sec=self.profile.measure.build_timeout_s, initializer=init)
 
     def runner(self) -> Any:
         from tvm.s_tir import meta_schedule as ms
 
+        from tcl.api.measure import evaluator_config, worker_initializer
+
         m = self.profile.measure
-        config = ms.runner.EvaluatorConfig(
-            number=m.number,
-            repeat=m.repeat,
-            min_repeat_ms=m.min_repeat_ms,
-            enable_cpu_cache_flush=m.enable_cpu_cache_flush,
+        return ms.runner.LocalRunner(
+            timeout_sec=m.run_timeout_s,
+            evaluator_config=evaluator_config(m),
+            initializer=worker_initializer(self.profile.runtime_threads),
         )
-        return ms.runner.LocalRunner(timeout_sec=m.run_timeout_s, evaluator_config=config)
