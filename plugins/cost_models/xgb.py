@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 import tcl
-from tcl.api.errors import TclError
+from tcl.api.errors import TclError, one_line
 from tcl.api.interfaces import CostModel, Featurizer
 from tcl.api.programs import Program, ProgramSet, Task
 from tcl.learning import metrics as tcl_metrics
@@ -254,7 +254,7 @@ class XGBCostModel(CostModel):
         try:
             booster.load_model(str(booster_path))
         except xgb.core.XGBoostError as exc:
-            raise TclError(f"{booster_path}: unreadable XGBoost model: {str(exc).splitlines()[0]}") from None
+            raise TclError(f"{booster_path}: unreadable XGBoost model: {one_line(exc)}") from None
         model.model.booster = booster
         model.info = {k: cfg.get(k) for k in ("profile", "dataset_fingerprint", "metrics", "counts", "seed")}
         return model

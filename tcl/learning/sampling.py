@@ -68,10 +68,9 @@ def active_learning_offline(
     registry = discovery.registry()
     if isinstance(sampler, str):
         sampler_name = sampler
+        sampler = registry.create("samplers", sampler)
     elif sampler_name is None:
         sampler_name = getattr(sampler, "name", type(sampler).__name__)
-    if isinstance(sampler, str):
-        sampler = registry.create("samplers", sampler)
     if model_name is not None:
         registry.get("cost_models", model_name)
     if not records.tasks:

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from tcl.api.errors import TclError
+from tcl.api.errors import TclError, one_line
 from tcl.api.measure import measure_with
 from tcl.learning.training import torch_threads
 from tcl.measurement.default_schedule import apply_defaults, is_scheduled
@@ -264,8 +264,7 @@ def time_torch_compiled(definition: Any, threads: int, repeats: int = 20) -> dic
             compile_s = time.perf_counter() - start
             times = _time_torch_threads(compiled, definition.example_inputs, threads, repeats)
     except Exception as exc:  # torch._dynamo and inductor raise many kinds; the message says which
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return {"torch_compile_error": f"{type(exc).__name__}: {first}"[:300]}
+        return {"torch_compile_error": f"{type(exc).__name__}: {one_line(exc)}"[:300]}
     best = min(times, key=times.get)
     return {"torch_compile_latency_s": times[best], "torch_compile_threads": best, "torch_compile_s": compile_s}
 
