@@ -240,3 +240,12 @@ def test_a_candidate_tvm_cannot_replay_becomes_a_build_error_record(workload_dir
     failed = [p for p in programs if not p.ok]
     assert len(programs) == 4 and len(failed) == 1
     assert failed[0].error.startswith("build: trace replay failed"), failed[0].error
+    # a model that ranks the pool (an active-learning sampler's) names the candidate's line
+    from tcl.api.discovery import registry
+    from tcl.api.errors import TclError
+
+    pool = load_pool(out / "pool")
+    featurizer = registry().create("featurizers", "per-store", target={"kind": "llvm", "mcpu": "core-avx2"})
+    with pytest.raises(TclError) as refused:
+        featurizer.featurize(pool.tasks[key], pool.programs(key))
+    assert str(refused.value).startswith(f"{path}:{victim + 1}: per-store: cannot replay"), refused.value

@@ -187,6 +187,19 @@ def test_an_unknown_name_mentions_plugins_that_failed_to_load(install_plugin, tm
     assert not (tmp_path / "out").exists()
 
 
+def test_a_plugin_bug_is_one_line_blaming_its_package(install_plugin, tmp_path):
+    site = install_plugin("tcl-buggy-plugin")
+    args = ["sample", "--sampler", "halving", "--budget", "0.1", "--data", str(BUNDLED), "--profile", "x86-avx2"]
+    proc = run_tcl(*args, "--out", str(tmp_path / "out"), env=tcl_env(site))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("tcl: unexpected error: ZeroDivisionError: integer division or modulo by zero"), line
+    assert f"{site / 'tcl_buggy_plugin' / '__init__.py'}:12, in plugin package tcl-buggy-plugin" in line, line
+    assert line.endswith("set TCL_TRACEBACK=1 to see the traceback") and not (tmp_path / "out").exists()
+    proc = run_tcl(*args, "--out", str(tmp_path / "out"), env={**tcl_env(site), "TCL_TRACEBACK": "1"})
+    assert proc.returncode == 1 and "Traceback" in proc.stderr and "(budget - budget)" in proc.stderr
+
+
 def test_the_example_package_has_a_working_plugin_of_every_extension_point(install_plugin, tmp_path, monkeypatch):
     """What docs/writing-a-plugin.md walks through, used as a user would: through the CLI."""
     site = install_plugin("tcl-example-plugin")

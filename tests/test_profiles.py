@@ -83,3 +83,19 @@ def test_unknown_profile_lists_choices():
 def test_missing_profiles_dir(tmp_path):
     proc = run_tcl("--profiles-dir", str(tmp_path / "absent"), "profiles")
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_a_backend_no_plugin_provides_is_flagged_when_listed_and_refused_with_the_file(tmp_path):
+    (tmp_path / "mine.toml").write_text(GOOD.replace('backend = "local"', 'backend = "no-such-backend"'))
+    proc = run_tcl("--profiles-dir", str(tmp_path), "profiles")
+    assert proc.returncode == 0 and "no-such-backend (not installed)" in proc.stdout
+    assert "no installed plugin provides the backend of mine; installed backends: cuda, local, rpc" in proc.stderr
+    proc = run_tcl(
+        "--profiles-dir", str(tmp_path), "collect", "--profile", "mine", "--network", "bert-tiny", "--pool-size", "4",
+        "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert proc.returncode == 2 and not (tmp_path / "out").exists()
+    assert proc.stderr.strip() == (
+        f"tcl: error: {tmp_path / 'mine.toml'}: profile 'mine': unknown hardware backend 'no-such-backend'; "
+        "choices: cuda, local, rpc"
+    ), proc.stderr

@@ -12,6 +12,7 @@ import functools
 import importlib.metadata
 import inspect
 import os
+import traceback
 from typing import Any
 
 import attrs
@@ -219,3 +220,23 @@ def registry() -> Registry:
 
 def create(point: str, name: str, **options: Any) -> Any:
     return registry().create(point, name, **options)
+
+
+def crash_origin(exc: BaseException) -> str:
+    """Where an unexpected exception came from, for a one-line report: the innermost frame
+    of a plugin distribution's code when one is on the stack (so a third-party bug is blamed
+    on its package, not on tcl), else the innermost frame."""
+    frames = [
+        (frame.f_globals.get("__name__", ""), frame.f_code.co_filename, line)
+        for frame, line in traceback.walk_tb(exc.__traceback__)
+    ]
+    if not frames:
+        return "unknown location"
+    owners = importlib.metadata.packages_distributions()
+    plugin_dists = set(_entry_point_distributions().values())
+    for module, filename, line in reversed(frames):
+        dists = [d for d in owners.get(module.partition(".")[0], ()) if d in plugin_dists]
+        if dists:
+            return f"{filename}:{line}, in plugin package {dists[0]}"
+    _, filename, line = frames[-1]
+    return f"{filename}:{line}"

@@ -65,6 +65,14 @@ class HardwareProfile:
     def as_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
+    def backend_registration(self, registry: Any) -> Any:
+        """The registered backend this profile names; an uninstalled one is an error naming
+        the profile's file (a profile may name a plugin's backend, so loading cannot check)."""
+        try:
+            return registry.get("hardware_backends", self.backend)
+        except TclError as exc:
+            raise TclError(f"{self.source}: profile '{self.name}': {exc}") from None
+
 
 def builtin_dir() -> Path:
     return Path(str(resources.files("tcl.hardware_profiles")))

@@ -1,12 +1,16 @@
-"""The ``tcl`` command. Every user-facing error is one line on stderr and exit status 2."""
+"""The ``tcl`` command. Every user-facing error is one line on stderr and exit status 2; an
+unexpected exception (a bug, ours or a plugin's) is one line naming where it was raised and
+exit status 1, with the traceback when ``TCL_TRACEBACK=1``."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
 
 from tcl import __version__
-from tcl.api.errors import TclError
+from tcl.api.discovery import crash_origin
+from tcl.api.errors import TclError, one_line
 from tcl.cli import (
     cache_cmd,
     collect_cmd,
@@ -21,6 +25,8 @@ from tcl.cli import (
     tune_cmd,
 )
 from tcl.cli.common import Parser
+
+TRACEBACK_ENV = "TCL_TRACEBACK"
 
 COMMANDS = (
     quickstart_cmd,
@@ -70,6 +76,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tcl: interrupted; finished work is saved, run the same command again to resume", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if os.environ.get(TRACEBACK_ENV, "").strip() not in ("", "0"):
+            raise
+        print(
+            f"tcl: unexpected error: {type(exc).__name__}: {one_line(exc)} (raised at {crash_origin(exc)}); "
+            f"set {TRACEBACK_ENV}=1 to see the traceback",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from tcl.api.discovery import registry
 from tcl.api.profiles import load_profiles
 from tcl.cli.common import add_json_option, print_json, print_table
 
@@ -22,14 +24,33 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     profiles = load_profiles(args.profiles_dir)
+    installed = set(registry().names("hardware_backends"))
     if args.json:
-        print_json({"profiles": [p.as_dict() for p in profiles.values()]})
+        print_json(
+            {"profiles": [{**p.as_dict(), "backend_installed": p.backend in installed} for p in profiles.values()]}
+        )
         return 0
     print_table(
         "hardware profiles",
         ["name", "backend", "threads", "target", "description"],
-        [[p.name, p.backend, p.runtime_threads, _compact(p.target), p.description] for p in profiles.values()],
+        [
+            [
+                p.name,
+                p.backend if p.backend in installed else f"{p.backend} (not installed)",
+                p.runtime_threads,
+                _compact(p.target),
+                p.description,
+            ]
+            for p in profiles.values()
+        ],
     )
+    missing = sorted(p.name for p in profiles.values() if p.backend not in installed)
+    if missing:
+        print(
+            f"tcl: warning: no installed plugin provides the backend of {', '.join(missing)}; "
+            f"installed backends: {', '.join(sorted(installed))}",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -23,7 +23,7 @@ from tcl.api import defaults, discovery, validation
 from tcl.api.errors import TclError, one_line
 from tcl.api.interfaces import checked_selection
 from tcl.api.profiles import HardwareProfile
-from tcl.api.programs import MeasureResult, Program, Task
+from tcl.api.programs import MeasureResult, Task
 from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad, timing_turn
@@ -187,7 +187,7 @@ def collect(
     guided = rounds > 1 and registry.get("samplers", sampler_name).needs_model
     if guided:
         registry.get("cost_models", model_name)
-    registry.get("hardware_backends", profile.backend)
+    profile.backend_registration(registry)
     for name in network_names:
         if not Path(name).is_dir():
             registry.get("networks", name)
@@ -264,7 +264,7 @@ def collect(
                     if n == 0:
                         continue
                     reporter.task(position, len(plan), task.name)
-                    programs = [Program(task_key=task.key, trace=t) for t in traces]
+                    programs = pool.programs(task.key)
                     chosen = checked_selection(
                         sampler_name,
                         sampler.select(task, programs, n, measured=measured, model=model, seed=seed + r),

@@ -94,13 +94,16 @@ def make_task(mod: Any, name: str | None = None, weight: float = 1.0, networks: 
 @attrs.define
 class Pool:
     """Candidates per task, in order. ``traces[key]`` are trace JSONs (``[insts, decisions]``),
-    ``origins[key]`` how each was found (one of ORIGINS, or None when not known)."""
+    ``origins[key]`` how each was found (one of ORIGINS, or None when not known). A loaded pool
+    knows the file line of each candidate it read, so an error can point at it."""
 
     tasks: dict[str, Task] = attrs.field(factory=dict)
     traces: dict[str, list[Any]] = attrs.field(factory=dict)
     origins: dict[str, list[str | None]] = attrs.field(factory=dict)
     meta: dict[str, Any] = attrs.field(factory=dict)
     _keys: dict[str, list[str]] = attrs.field(factory=dict, repr=False)
+    _lines: dict[str, list[int]] = attrs.field(factory=dict, repr=False)  # candidates file line, when read
+    _source: Path | None = attrs.field(default=None, repr=False)  # the candidates file read
 
     def __iter__(self) -> Iterator[tuple[Task, list[Any]]]:
         for key, task in self.tasks.items():
@@ -143,11 +146,24 @@ class Pool:
         """Program key -> position in the pool, for matching measured records back."""
         return {k: i for i, k in enumerate(self.keys(task_key))}
 
+    def programs(self, task_key: str) -> list[Program]:
+        """``task_key``'s candidates as unmeasured :class:`Program` s (what samplers select
+        from), each with the ``file:line`` it was read from when the pool was loaded."""
+        lines = self._lines.get(task_key, [])
+        return [
+            Program(
+                task_key=task_key,
+                trace=t,
+                location=f"{self._source}:{lines[i]}" if i < len(lines) else None,
+            )
+            for i, t in enumerate(self.traces.get(task_key, []))
+        ]
+
     def program_set(self, profile: str | None = None) -> ProgramSet:
-        """The candidates as unmeasured :class:`Program` s (what samplers select from)."""
+        """Every task's :meth:`programs`."""
         out = ProgramSet(profile=profile)
-        for task, traces in self:
-            out.add(task, [Program(task_key=task.key, trace=t) for t in traces])
+        for task in self.tasks.values():
+            out.add(task, self.programs(task.key))
         return out
 
     def schedule(self, task_key: str, i: int, mod: Any = None) -> Any:
@@ -294,7 +310,8 @@ def load_pool(path: str | os.PathLike) -> Pool:
     workloads = list(_read_json_lines(root / POOL_WORKLOADS, _committed_lines(stored, POOL_WORKLOADS)))
     if len(workloads) != len(entries):
         raise TclError(f"{root / POOL_WORKLOADS}: {len(workloads)} workloads, {POOL_META} lists {len(entries)} tasks")
-    pool = Pool(meta=meta)
+    lines: dict[str, list[int]] = {}
+    pool = Pool(meta=meta, lines=lines, source=root / POOL_CANDIDATES)
     order: list[str] = []
     for (lineno, wl), entry in zip(workloads, entries):
         if not (isinstance(wl, list) and len(wl) == 2 and all(isinstance(x, str) for x in wl)) or wl[0] != entry.get(
@@ -311,6 +328,7 @@ def load_pool(path: str | os.PathLike) -> Pool:
         pool.tasks[task.key] = task
         pool.traces[task.key] = []
         pool.origins[task.key] = []
+        lines[task.key] = []
         order.append(task.key)
     for lineno, line in _read_json_lines(root / POOL_CANDIDATES, _committed_lines(stored, POOL_CANDIDATES)):
         if not (
@@ -329,6 +347,7 @@ def load_pool(path: str | os.PathLike) -> Pool:
             raise TclError(f"{root / POOL_CANDIDATES}:{lineno}: not a candidate: {shape}")
         pool.traces[order[line[0]]].append(line[1])
         pool.origins[order[line[0]]].append(line[2] if len(line) == 3 else None)
+        lines[order[line[0]]].append(lineno)
     for entry, key in zip(entries, order):
         if "n" in entry and entry["n"] != len(pool.traces[key]):
             raise TclError(
