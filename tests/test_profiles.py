@@ -99,3 +99,18 @@ def test_a_backend_no_plugin_provides_is_flagged_when_listed_and_refused_with_th
         f"tcl: error: {tmp_path / 'mine.toml'}: profile 'mine': unknown hardware backend 'no-such-backend'; "
         "choices: cuda, local, rpc"
     ), proc.stderr
+
+
+def test_one_name_in_two_user_directories_is_an_error_naming_both(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "mine.toml").write_text(GOOD)
+    proc = run_tcl("--profiles-dir", str(first), "--profiles-dir", str(second), "profiles")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        f"tcl: error: {second / 'mine.toml'}: profile name 'mine' is also the name in {first / 'mine.toml'}; "
+        "give each profile its own name"
+    )
+    env = tcl_env(TCL_PROFILES_PATH=str(first))  # one directory named twice is read once
+    assert "mine" in {p["name"] for p in run_tcl_json("--profiles-dir", str(first), "profiles", env=env)["profiles"]}

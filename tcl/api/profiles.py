@@ -3,7 +3,7 @@
 Built-in profiles ship in ``tcl/hardware_profiles`` (the top-level ``hardware_profiles/``
 folder of the source tree); users add their own from directories named by ``--profiles-dir``
 or ``TCL_PROFILES_PATH`` (os.pathsep-separated). A user profile with a built-in's name
-shadows it; two files of one directory with the same name are an error. Any malformed file
+shadows it; two user files with the same name are an error naming both. Any malformed file
 is reported with its path, the key and what was expected; targets are checked by TVM's own
 target parser when a profile is loaded.
 """
@@ -91,19 +91,23 @@ def load_profiles(extra_dirs: Iterable[str | Path] = ()) -> dict[str, HardwarePr
     """Every profile found; all files are validated before any "auto" value is detected,
     so a bad file is reported without first paying for TVM's import."""
     raw_profiles: dict[str, tuple[dict[str, Any], str]] = {}
-    for directory in search_dirs(extra_dirs):
+    builtin, *user_dirs = search_dirs(extra_dirs)
+    seen: set[Path] = set()
+    for directory in [builtin, *user_dirs]:
         if not directory.is_dir():
             raise TclError(f"{directory}: profiles directory does not exist")
-        here: dict[str, Path] = {}
+        if directory.resolve() in seen:  # named twice (TCL_PROFILES_PATH and --profiles-dir)
+            continue
+        seen.add(directory.resolve())
         for path in sorted(directory.glob("*.toml")):
             raw = _read_toml(path)
             validate_profile(raw, str(path))
-            if raw["name"] in here:
+            earlier = raw_profiles.get(raw["name"])
+            if earlier is not None and not Path(earlier[1]).is_relative_to(builtin):
                 raise TclError(
-                    f"{path}: profile name '{raw['name']}' is also the name in {here[raw['name']]}; "
+                    f"{path}: profile name '{raw['name']}' is also the name in {earlier[1]}; "
                     "give each profile its own name"
                 )
-            here[raw["name"]] = path
             raw_profiles[raw["name"]] = (raw, str(path))
     return {name: build_profile(raw, source) for name, (raw, source) in raw_profiles.items()}
 
