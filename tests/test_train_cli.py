@@ -124,20 +124,44 @@ def test_a_split_file_holds_out_its_test_networks_and_validates_on_its_validatio
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
 
 
-def test_xgb_trains_from_the_cli_with_the_default_threads(tmp_path):
-    """The CLI always passes its --threads hint; xgb takes it as XGBoost's nthread."""
+@pytest.fixture(scope="module")
+def two_tasks(tmp_path_factory):
+    """The bundled x86-avx2 records of their first two tasks (per-store features are slow)."""
     import gzip
 
     from tcl.records.database import RECORD_FILE, WORKLOAD_FILE
 
-    data = tmp_path / "two-tasks"  # the bundled records of two tasks: per-store features are slow
-    data.mkdir()
+    data = tmp_path_factory.mktemp("two-tasks")
     src = BUNDLED / "x86-avx2"
     (data / WORKLOAD_FILE).write_bytes(gzip.decompress((src / (WORKLOAD_FILE + ".gz")).read_bytes()))
     with gzip.open(src / (RECORD_FILE + ".gz"), "rt") as fh:
         (data / RECORD_FILE).write_text("".join(line for line in fh if line.startswith(("[0,", "[1,"))))
+    return data
+
+
+def test_xgb_trains_from_the_cli_with_the_default_threads(two_tasks, tmp_path):
+    """The CLI always passes its --threads hint; xgb takes it as XGBoost's nthread."""
     out = tmp_path / "xgb"
-    proc = run_tcl("train", "--model", "xgb", "--data", str(data), "--out", str(out))
+    proc = run_tcl("train", "--model", "xgb", "--data", str(two_tasks), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "trained xgb on" in proc.stdout
     assert json.loads((out / "config.json").read_text())["hyper_parameters"]["nthread"] == 1
+
+
+def test_an_ensemble_of_named_members_trains_each_with_its_own_seed(two_tasks, tmp_path):
+    out = tmp_path / "ensemble"
+    args = ["train", "--model", "ensemble", "--data", str(two_tasks), "--epochs", "1", "--out", str(out)]
+    proc = run_tcl(*args, "--option", "members=tlp,tlp", "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((out / "config.json").read_text())
+    assert [m["model"] for m in config["members"]] == ["tlp", "tlp"]
+    seeds = [json.loads((out / m["dir"] / "config.json").read_text())["seed"] for m in config["members"]]
+    assert seeds == [3, 4]
+    for option, message in [
+        ("members=tlp", "members must name two or more cost models or checkpoints, got 'tlp'"),
+        ("=tlp", "argument --option: expected KEY=VALUE with KEY a name, got '=tlp'"),
+        ("members", "argument --option: expected KEY=VALUE with KEY a name, got 'members'"),
+    ]:
+        proc = run_tcl(*args[:-1], str(tmp_path / "never"), "--option", option)
+        assert proc.returncode == 2 and message in proc.stderr and not (tmp_path / "never").exists(), proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1

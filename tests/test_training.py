@@ -535,3 +535,40 @@ def test_xgb_trains_on_real_records_and_round_trips(small_real, tmp_path):
     loaded = load_model(tmp_path / "xgb", featurizer=store_fz)
     for task, progs in test:
         assert np.array_equal(loaded.predict(task, progs), model.predict(task, progs))
+
+
+def test_an_ensemble_averages_its_members_on_one_scale_and_round_trips(small_real, trained, tmp_path):
+    train, test, _store, _seq, real = small_real
+    if not real:
+        pytest.skip("the members are loaded from checkpoints with the registered featurizers")
+    from tcl.api.discovery import registry
+    from tcl_plugins.cost_models.loading import load_model
+
+    for name in ("mlp", "tlp"):
+        trained[name].save(tmp_path / name)
+    members = f"{tmp_path / 'mlp'},{tmp_path / 'tlp'}"
+    ensemble = registry().create("cost_models", "ensemble", members=members, verbose=False)
+    ensemble.fit(train, seed=0)  # members given as checkpoints are kept; only their scales are measured
+    assert all(s > 0 for s in ensemble.scales) and ensemble.scales[0] != ensemble.scales[1]
+    for task, progs in test:
+        alone = [trained[n].predict(task, progs) / s for n, s in zip(("mlp", "tlp"), ensemble.scales)]
+        assert np.allclose(ensemble.predict(task, progs), (alone[0] + alone[1]) / 2)
+        assert np.allclose(ensemble.uncertainty(task, progs), np.abs(alone[0] - alone[1]) / 2)
+        assert ensemble.embed(task, progs).shape == (len(progs), 256 + trained["tlp"].embed(task, progs[:1]).shape[1])
+    top1, random = _top1(ensemble, test)
+    assert top1 > random
+    ensemble.save(tmp_path / "ensemble")
+    config = json.loads((tmp_path / "ensemble" / "config.json").read_text())
+    assert [m["model"] for m in config["members"]] == ["mlp", "tlp"]
+    assert sorted(p.name for p in (tmp_path / "ensemble" / "members").iterdir()) == ["0", "1"]
+    loaded = load_model(tmp_path / "ensemble")
+    for task, progs in test:
+        assert np.array_equal(loaded.predict(task, progs), ensemble.predict(task, progs))
+    with pytest.raises(TclError, match="members must name two or more"):
+        registry().create("cost_models", "ensemble", members="mlp")
+    with pytest.raises(TclError, match="unknown cost model 'no-such-model'"):
+        registry().create("cost_models", "ensemble", members="mlp,no-such-model")
+    config["members"][1]["dir"] = "../mlp"
+    (tmp_path / "ensemble" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(TclError, match=r"members\[1\] lies outside the checkpoint"):
+        load_model(tmp_path / "ensemble")

@@ -48,9 +48,10 @@ def write_checkpoint(path: Path, config: Mapping[str, Any], write_payload) -> No
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        for child in tmp.iterdir():
-            with open(child, "rb") as f:
-                os.fsync(f.fileno())
+        for child in tmp.rglob("*"):  # member checkpoints of an ensemble are directories
+            if child.is_file():
+                with open(child, "rb") as f:
+                    os.fsync(f.fileno())
         old = None
         if path.exists():
             old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.old-"))

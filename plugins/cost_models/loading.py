@@ -9,6 +9,7 @@ from typing import Any
 from tcl.api.errors import TclError
 from tcl.api.interfaces import CostModel
 from tcl_plugins.cost_models.checkpoints import read_checkpoint_config
+from tcl_plugins.cost_models.ensemble import EnsembleCostModel
 from tcl_plugins.cost_models.mamba import MambaCostModel
 from tcl_plugins.cost_models.mlp import MLPCostModel
 from tcl_plugins.cost_models.tlp import TLPCostModel
@@ -19,6 +20,7 @@ MODELS: dict[str, type[CostModel]] = {
     "tlp": TLPCostModel,
     "mamba": MambaCostModel,
     "xgb": XGBCostModel,
+    "ensemble": EnsembleCostModel,
 }
 
 

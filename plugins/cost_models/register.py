@@ -48,4 +48,10 @@ def tcl_register_cost_models() -> list[CostModelRegistration]:
             featurizer="per-store",
             description="TVM MetaSchedule's XGBoost model (per-store features)",
         ),
+        CostModelRegistration(
+            name="ensemble",
+            factory=Deferred("tcl_plugins.cost_models.ensemble", "EnsembleCostModel"),
+            featurizer="its members'",
+            description="several cost models (names or checkpoints) averaged; default three mamba seeds",
+        ),
     ]
