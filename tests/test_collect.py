@@ -82,6 +82,31 @@ def test_sigkill_mid_collection_loses_and_duplicates_nothing(workload_dir, tmp_p
     assert len(database.get_all_tuning_records()) == 12
 
 
+@pytest.mark.slow  # an uninterrupted collection, three killed ones and the finishing rerun: ~3 min
+def test_sigkill_at_random_moments_then_a_rerun_ends_with_the_records_of_an_uninterrupted_run(workload_dir, tmp_path):
+    import random
+    import time
+
+    args = ("--batch-size", "2", "--sampler", "random", "--budget", "1.0")
+    reference = tmp_path / "reference"
+    start = time.monotonic()
+    assert run_tcl(*collect_args(workload_dir, reference, 12, *args)).returncode == 0
+    seconds = time.monotonic() - start
+    out = tmp_path / "records"
+    rng = random.Random(7)
+    for _ in range(3):  # while building the pool, measuring, writing: wherever the clock falls
+        proc = start_tcl(*collect_args(workload_dir, out, 12, *args))
+        try:
+            proc.wait(timeout=rng.uniform(0.1, 0.9) * seconds)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert run_tcl(*collect_args(workload_dir, out, 12, *args)).returncode == 0
+    keys = sorted(program_key(p.trace) for _, progs in load_records(out) for p in progs)
+    assert keys == sorted(program_key(p.trace) for _, progs in load_records(reference) for p in progs)
+    assert len(keys) == 12 == len(set(keys))
+
+
 def test_unknown_names_fail_before_work(workload_dir, tmp_path):
     cases = [
         (["--sampler", "best"], "unknown sampler 'best'; choices: all, random"),

@@ -224,8 +224,8 @@ def create(point: str, name: str, **options: Any) -> Any:
 
 def crash_origin(exc: BaseException) -> str:
     """Where an unexpected exception came from, for a one-line report: the innermost frame
-    of a plugin distribution's code when one is on the stack (so a third-party bug is blamed
-    on its package, not on tcl), else the innermost frame."""
+    of a third-party plugin distribution's code when one is on the stack (so its bug is
+    blamed on its package, not on tcl), else the innermost frame."""
     frames = [
         (frame.f_globals.get("__name__", ""), frame.f_code.co_filename, line)
         for frame, line in traceback.walk_tb(exc.__traceback__)
@@ -233,7 +233,7 @@ def crash_origin(exc: BaseException) -> str:
     if not frames:
         return "unknown location"
     owners = importlib.metadata.packages_distributions()
-    plugin_dists = set(_entry_point_distributions().values())
+    plugin_dists = set(_entry_point_distributions().values()) - {BUILTIN_DISTRIBUTION}
     for module, filename, line in reversed(frames):
         dists = [d for d in owners.get(module.partition(".")[0], ()) if d in plugin_dists]
         if dists:
