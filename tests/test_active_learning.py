@@ -91,7 +91,7 @@ def test_sample_cli_rounds_write_the_subset(records, tmp_path):
         "--out",
         str(tmp_path / "x"),
     )
-    assert bad.returncode == 2 and "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb" in bad.stderr
+    assert bad.returncode == 2 and "unknown cost model 'gpt'; choices: ensemble, mamba, mlp, tlp, xgb" in bad.stderr
     zero = run_tcl("sample", "--sampler", "rdu", "--data", str(data), "--rounds", "0", "--out", str(tmp_path / "y"))
     assert (
         zero.returncode == 2

@@ -235,7 +235,7 @@ def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_
         ),
         (
             SAMPLING.replace("SAMPLERS", '["rdu"]').replace('name = "tlp"', 'name = "gpt"'),
-            "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb",
+            "unknown cost model 'gpt'; choices: ensemble, mamba, mlp, tlp, xgb",
         ),
         (
             SAMPLING.replace("SAMPLERS", '["rdu"]').replace("budget = 0.05", "budgt = 0.05"),

@@ -78,7 +78,7 @@ def test_eval_rejects_a_non_checkpoint(tmp_path):
 
 def test_train_unknown_model_lists_choices(tmp_path):
     proc = run_tcl("train", "--model", "gpt", "--data", str(BUNDLED), "--out", str(tmp_path / "x"))
-    assert proc.returncode == 2 and "unknown cost model 'gpt'; choices: mamba, mlp, tlp, xgb" in proc.stderr
+    assert proc.returncode == 2 and "unknown cost model 'gpt'; choices: ensemble, mamba, mlp, tlp, xgb" in proc.stderr
     assert not (tmp_path / "x").exists()
 
 
