@@ -536,6 +536,17 @@ def test_xgb_trains_on_real_records_and_round_trips(small_real, tmp_path):
     for task, progs in test:
         assert np.array_equal(loaded.predict(task, progs), model.predict(task, progs))
 
+    class NarrowerStores(Featurizer):  # the same name and version, giving fewer columns
+        name, version = store_fz.name, store_fz.version
+
+        def featurize(self, task, programs):
+            return [a[:, :100] for a in store_fz.featurize(task, programs)]
+
+    narrowed = load_model(tmp_path / "xgb", featurizer=NarrowerStores())
+    with pytest.raises(TclError, match="the model was trained on features of width 164") as info:
+        narrowed.predict(task, progs)
+    assert str(info.value).startswith(str(tmp_path / "xgb" / "config.json"))
+
 
 def test_an_ensemble_averages_its_members_on_one_scale_and_round_trips(small_real, trained, tmp_path):
     train, test, _store, _seq, real = small_real
@@ -572,3 +583,25 @@ def test_an_ensemble_averages_its_members_on_one_scale_and_round_trips(small_rea
     (tmp_path / "ensemble" / "config.json").write_text(json.dumps(config))
     with pytest.raises(TclError, match=r"members\[1\] lies outside the checkpoint"):
         load_model(tmp_path / "ensemble")
+
+
+def test_a_featurizer_that_changed_its_width_is_blamed_on_the_checkpoint(tmp_path):
+    """A featurizer whose output changed without a version bump: the error names config.json."""
+    from tcl_plugins.cost_models.mlp import MLPCostModel
+
+    class NarrowerStores(StoreFeaturizer):  # same name and version, two columns fewer
+        def featurize(self, task, programs):
+            return [a[:, :6] for a in super().featurize(task, programs)]
+
+    ps = synthetic_records(n_tasks=2, n=12)
+    model = MLPCostModel(featurizer=StoreFeaturizer(), epochs=1, batch_size=16, verbose=False)
+    model.fit(ps, seed=0)
+    model.save(tmp_path / "ckpt")
+    loaded = MLPCostModel.load(tmp_path / "ckpt", featurizer=NarrowerStores(), verbose=False)
+    task, programs = next(iter(ps))
+    with pytest.raises(TclError) as info:
+        loaded.predict(task, programs)
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'ckpt' / 'config.json'}: the model was trained on features of width 8")
+    assert "synthetic-store version 1" in message and "\n" not in message
+    assert MLPCostModel.load(tmp_path / "ckpt", featurizer=StoreFeaturizer(), verbose=False).predict(task, programs).shape == (12,)

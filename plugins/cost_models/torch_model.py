@@ -126,6 +126,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         self.cache_dir = cache_dir
         self.in_dim: int | None = None
         self.module: nn.Module | None = None
+        self.config_file: Path | None = None  # the checkpoint's config.json, once loaded from one
         self.device = resolve_device(device)
         self.info: dict[str, Any] = {}  # profile, dataset fingerprint, metrics, counts
         # Output layers of other platforms (multi-task transfer): profile -> decoder state dict.
@@ -156,7 +157,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
     # -- CostModel
     def featurize_set(self, records: ProgramSet) -> dict[str, Any]:
         """Task key -> prepared features of its programs (from the feature cache when it has them)."""
-        return {k: self._prepare(v) for k, v in features_of(self.featurizer, records, self.cache_dir).items()}
+        return {k: self._checked(v) for k, v in features_of(self.featurizer, records, self.cache_dir).items()}
 
     def fit(
         self,
@@ -178,6 +179,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         if not (warm_start and self.module is not None):
             self.in_dim = self._in_dim_of(groups[0].features)
             self.module = self._build(self.in_dim)
+            self.config_file = None
             with torch.no_grad():
                 self._init_from_data(self.module, groups)
         self.device = resolve_device(self.train_config.device)
@@ -254,7 +256,21 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         return self.module
 
     def _features_for(self, task: Task, programs: Sequence[Program]) -> Any:
-        return self._prepare(self.featurizer.featurize(task, list(programs)))
+        return self._checked(self.featurizer.featurize(task, list(programs)))
+
+    def _checked(self, features: Any) -> Any:
+        """``_prepare``, blaming the checkpoint when the featurizer gives features of another shape
+        than it was trained on (a featurizer changed without a version bump)."""
+        try:
+            return self._prepare(features)
+        except TclError as exc:
+            if self.config_file is None:
+                raise
+            raise TclError(
+                f"{self.config_file}: the model was trained on features of width {self.in_dim}, but featurizer "
+                f"{self.featurizer.name} version {self.featurizer.version} gives other ones ({exc}); retrain "
+                "the model, or bump the featurizer's version when its output changes"
+            ) from None
 
     def _run(self, task: Task, programs: Sequence[Program], fn_name: str) -> np.ndarray:
         module = self._require()
@@ -372,6 +388,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         except TclError as exc:
             raise TclError(f"{cfg_path}: hyper_parameters: {exc}") from None
         model.in_dim = in_dim
+        model.config_file = cfg_path
         model.module = model._build(in_dim)
         weights = Path(path) / WEIGHTS_FILE
         try:

@@ -92,6 +92,7 @@ class XGBCostModel(CostModel):
         self.cache_dir = cache_dir
         self.verbose = verbose
         self.model: Any = None
+        self.config_file: Path | None = None  # the checkpoint's config.json, once loaded from one
         self.info: dict[str, Any] = {}
         self._mods: dict[str, Any] = {}
         self._seed = 43
@@ -162,6 +163,7 @@ class XGBCostModel(CostModel):
         featurize = lambda rs: features_of(self.featurizer, rs, self.cache_dir)  # noqa: E731
         groups, counts = make_groups(train, featurize, what="training")
         self.model = self._new_model(seed)
+        self.config_file = None
         model = self.model
         for i, g in enumerate(groups):
             ctx, cands = self._context_and_candidates(g.task, len(g))
@@ -194,7 +196,14 @@ class XGBCostModel(CostModel):
         arrays = self._store_arrays(features)
         if not arrays:
             return np.zeros((0,), dtype=np.float64)
-        dim = next((a.shape[1] for a in arrays if a.size), 164)
+        dim = next((a.shape[1] for a in arrays if a.size), self.model.booster.num_features())
+        if dim != self.model.booster.num_features():
+            where = f"{self.config_file}: " if self.config_file else ""
+            raise TclError(
+                f"{where}the model was trained on features of width {self.model.booster.num_features()}, but "
+                f"featurizer {self.featurizer.name} version {self.featurizer.version} gives width {dim}; retrain "
+                "the model, or bump the featurizer's version when its output changes"
+            )
         # PackSum drops programs without stores from the end of its bincount: give them a zero row
         arrays = [a if a.shape[0] else np.zeros((1, dim), np.float32) for a in arrays]
         ctx, cands = self._context_and_candidates(task, len(arrays))
@@ -256,5 +265,6 @@ class XGBCostModel(CostModel):
         except xgb.core.XGBoostError as exc:
             raise TclError(f"{booster_path}: unreadable XGBoost model: {one_line(exc)}") from None
         model.model.booster = booster
+        model.config_file = cfg_path
         model.info = {k: cfg.get(k) for k in ("profile", "dataset_fingerprint", "metrics", "counts", "seed")}
         return model
