@@ -48,3 +48,15 @@ def test_continuation_lines_of_a_dropped_warning_go_with_it():
         "  s_tir.meta_schedule.cpu.meta_schedule.pool_max\nround 1: 4 trials\n"
     )
     assert without_noise(text) == "round 1: 4 trials\n"
+
+def test_extracting_a_network_with_an_embedding_prints_no_take_warning():
+    """Task extraction (what `tcl collect` and `tcl tune` start with) lowers bert-tiny's lookups."""
+    script = (
+        "from tcl.api.discovery import registry\n"
+        "from tcl.measurement.tasks import extract_tasks\n"
+        "tasks = extract_tasks(registry().create('networks', 'bert-tiny'), {'kind': 'llvm', 'num-cores': 2})\n"
+        "print(len(tasks))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=tcl_env(), timeout=300)
+    assert proc.returncode == 0 and int(proc.stdout) > 0, proc.stderr
+    assert "Fast mode segfaults" not in proc.stderr

@@ -48,6 +48,7 @@ import attrs
 
 from tcl.api.errors import TclError
 from tcl.api.interfaces import NetworkDefinition
+from tcl.records.tvm_log import quiet_tvm_warnings
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +154,11 @@ def extract_tasks(
     from tvm.s_tir.meta_schedule.relax_integration import extract_tasks as ms_extract_tasks
 
     target = as_target(target)
-    mod = prepare_for_tuning(import_network(definition, decompose_aten=decompose_aten), target)
+    with quiet_tvm_warnings():  # lowering take() warns once per embedding lookup
+        mod = prepare_for_tuning(import_network(definition, decompose_aten=decompose_aten), target)
+        extracted = list(ms_extract_tasks(mod, target))
     tasks = []
-    for task in ms_extract_tasks(mod, target):
+    for task in extracted:
         task_mod = _normalize(task.dispatched[0])
         if not include_simple_tasks and not has_reduction(task_mod):
             continue

@@ -1,4 +1,4 @@
-"""Keep TVM's C++ warnings that say nothing to a user of ``tcl tune`` off the terminal.
+"""Keep TVM's C++ warnings that say nothing to a user of ``tcl tune`` or ``tcl collect`` off the terminal.
 
 TVM's C++ logs straight to file descriptor 2, out of reach of Python's ``warnings`` and
 ``logging``. Two of its warnings come with every run and are not about the user's network:

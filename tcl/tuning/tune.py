@@ -201,8 +201,7 @@ def tune_network(
 
     target = prof.tvm_target()
     started = time.perf_counter()
-    with quiet_tvm_warnings():
-        tasks = extract_tasks(definition, target)
+    tasks = extract_tasks(definition, target)
     if not tasks:
         raise TclError(f"network {name}: no tunable task (no operator with a reduction)")
 
