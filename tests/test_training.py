@@ -604,4 +604,6 @@ def test_a_featurizer_that_changed_its_width_is_blamed_on_the_checkpoint(tmp_pat
     message = str(info.value)
     assert message.startswith(f"{tmp_path / 'ckpt' / 'config.json'}: the model was trained on features of width 8")
     assert "synthetic-store version 1" in message and "\n" not in message
-    assert MLPCostModel.load(tmp_path / "ckpt", featurizer=StoreFeaturizer(), verbose=False).predict(task, programs).shape == (12,)
+    assert MLPCostModel.load(tmp_path / "ckpt", featurizer=StoreFeaturizer(), verbose=False).predict(
+        task, programs
+    ).shape == (12,)

@@ -49,6 +49,7 @@ def test_continuation_lines_of_a_dropped_warning_go_with_it():
     )
     assert without_noise(text) == "round 1: 4 trials\n"
 
+
 def test_extracting_a_network_with_an_embedding_prints_no_take_warning():
     """Task extraction (what `tcl collect` and `tcl tune` start with) lowers bert-tiny's lookups."""
     script = (
