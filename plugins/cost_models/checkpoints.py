@@ -124,6 +124,19 @@ def check_checkpoint(
     return fz
 
 
+def featurizer_width_error(
+    config_file: Path | None, trained: int | None, featurizer: Featurizer, gives: str
+) -> TclError:
+    """The error for a featurizer whose output changed width without a version bump (so
+    :func:`check_checkpoint` let it through), blaming the checkpoint it was loaded from."""
+    where = f"{config_file}: " if config_file else ""
+    return TclError(
+        f"{where}the model was trained on features of width {trained}, but featurizer {featurizer.name} "
+        f"version {featurizer.version} gives {gives}; retrain the model, or bump the featurizer's version "
+        "when its output changes"
+    )
+
+
 def load_weights(path: Path) -> Any:
     """A state dict saved with ``torch.save``, read without running any pickled code."""
     try:

@@ -38,6 +38,7 @@ from tcl_plugins.cost_models.checkpoints import (
     WEIGHTS_FILE,
     check_checkpoint,
     check_like_default,
+    featurizer_width_error,
     load_weights,
     read_checkpoint_config,
     timestamp,
@@ -266,10 +267,8 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         except TclError as exc:
             if self.config_file is None:
                 raise
-            raise TclError(
-                f"{self.config_file}: the model was trained on features of width {self.in_dim}, but featurizer "
-                f"{self.featurizer.name} version {self.featurizer.version} gives other ones ({exc}); retrain "
-                "the model, or bump the featurizer's version when its output changes"
+            raise featurizer_width_error(
+                self.config_file, self.in_dim, self.featurizer, f"other ones ({exc})"
             ) from None
 
     def _run(self, task: Task, programs: Sequence[Program], fn_name: str) -> np.ndarray:

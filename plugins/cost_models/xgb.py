@@ -22,6 +22,7 @@ from tcl_plugins.cost_models.checkpoints import (
     CHECKPOINT_VERSION,
     XGB_FILE,
     check_checkpoint,
+    featurizer_width_error,
     read_checkpoint_config,
     timestamp,
     write_checkpoint,
@@ -196,14 +197,10 @@ class XGBCostModel(CostModel):
         arrays = self._store_arrays(features)
         if not arrays:
             return np.zeros((0,), dtype=np.float64)
-        dim = next((a.shape[1] for a in arrays if a.size), self.model.booster.num_features())
-        if dim != self.model.booster.num_features():
-            where = f"{self.config_file}: " if self.config_file else ""
-            raise TclError(
-                f"{where}the model was trained on features of width {self.model.booster.num_features()}, but "
-                f"featurizer {self.featurizer.name} version {self.featurizer.version} gives width {dim}; retrain "
-                "the model, or bump the featurizer's version when its output changes"
-            )
+        trained = self.model.booster.num_features()
+        dim = next((a.shape[1] for a in arrays if a.size), trained)
+        if dim != trained:
+            raise featurizer_width_error(self.config_file, trained, self.featurizer, f"width {dim}")
         # PackSum drops programs without stores from the end of its bincount: give them a zero row
         arrays = [a if a.shape[0] else np.zeros((1, dim), np.float32) for a in arrays]
         ctx, cands = self._context_and_candidates(task, len(arrays))
