@@ -18,7 +18,7 @@ from tcl.api.interfaces import Featurizer
 from tcl.api.programs import Program, ProgramSet, Task
 from tcl.learning import metrics
 from tcl.learning.record_sets import clean_records, split_by_network, split_by_task, split_programs
-from tcl.learning.training import StopTraining, lambdarank_loss, make_batches
+from tcl.learning.training import RANKING_LOSSES, StopTraining, TrainConfig, make_batches
 
 AVX2 = BUNDLED / "x86-avx2"
 INF = math.inf
@@ -147,26 +147,35 @@ def test_pairwise_accuracy_excludes_ties_and_counts_pairs_within_tasks():
 # ---- the loss and batching ----------------------------------------------------------------
 
 
-def test_lambdarank_loss_orders_within_tasks_only():
+@pytest.mark.parametrize("name", sorted(RANKING_LOSSES))
+def test_ranking_losses_order_within_tasks_only(name):
+    loss = RANKING_LOSSES[name]
     labels = torch.tensor([1.0, 0.5, 0.25, 1.0, 0.2])
     groups = torch.tensor([0, 0, 0, 1, 1])
-    right = lambdarank_loss(torch.tensor([3.0, 2.0, 1.0, 5.0, 0.0]), labels, groups)
-    wrong = lambdarank_loss(torch.tensor([1.0, 2.0, 3.0, 0.0, 5.0]), labels, groups)
+    right = loss(torch.tensor([3.0, 2.0, 1.0, 5.0, 0.0]), labels, groups)
+    wrong = loss(torch.tensor([1.0, 2.0, 3.0, 0.0, 5.0]), labels, groups)
     assert 0 < right < wrong
     # the batch loss is the mean of the per-task losses: no pair across tasks
     s = torch.tensor([0.3, -1.0, 2.0, 0.7, 0.1])
-    whole = lambdarank_loss(s, labels, groups)
+    whole = loss(s, labels, groups)
     parts = (
-        lambdarank_loss(s[:3], labels[:3], torch.zeros(3, dtype=torch.int64))
-        + lambdarank_loss(s[3:], labels[3:], torch.zeros(2, dtype=torch.int64))
+        loss(s[:3], labels[:3], torch.zeros(3, dtype=torch.int64))
+        + loss(s[3:], labels[3:], torch.zeros(2, dtype=torch.int64))
     ) / 2
     assert whole == pytest.approx(float(parts), rel=1e-6)
-    # a task whose programs all have one label gives no pair and no loss
-    flat = lambdarank_loss(torch.tensor([1.0, 0.0], requires_grad=True), torch.tensor([1.0, 1.0]), torch.tensor([0, 0]))
-    assert float(flat.detach()) == 0.0
+    # a task of one program has nothing to order
+    alone = loss(torch.tensor([1.0], requires_grad=True), torch.tensor([1.0]), torch.tensor([0]))
+    assert float(alone.detach()) == 0.0
 
 
-def test_lambdarank_loss_decreases_on_a_synthetic_problem():
+def test_the_pairwise_losses_ignore_a_task_of_equal_labels():
+    for name in ("lambdarank", "pairwise"):
+        flat = RANKING_LOSSES[name](torch.tensor([1.0, 0.0]), torch.tensor([1.0, 1.0]), torch.tensor([0, 0]))
+        assert float(flat) == 0.0
+
+
+@pytest.mark.parametrize("name", sorted(RANKING_LOSSES))
+def test_ranking_losses_learn_a_synthetic_order(name):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     x = torch.tensor(rng.normal(size=(6 * 30, 4)), dtype=torch.float32)
@@ -177,15 +186,20 @@ def test_lambdarank_loss_decreases_on_a_synthetic_problem():
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
     losses = []
     for _ in range(60):
-        loss = lambdarank_loss(model(x).squeeze(-1), labels, groups)
+        loss = RANKING_LOSSES[name](model(x).squeeze(-1), labels, groups)
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    assert losses[-1] < 0.3 * losses[0]
+    assert losses[-1] < 0.5 * losses[0]
     scores = model(x).squeeze(-1).detach().numpy()
     lats = [lat[groups == g].numpy() for g in range(6)]
     assert metrics.pairwise_accuracy(lats, [scores[groups.numpy() == g] for g in range(6)]) > 0.95
+
+
+def test_an_unknown_loss_is_refused_naming_the_choices():
+    with pytest.raises(TclError, match="'ranknet' is none of lambdarank, pairwise, listmle"):
+        TrainConfig(loss="ranknet")
 
 
 def test_batches_keep_tasks_together_and_chunk_big_ones():
@@ -546,6 +560,10 @@ def test_xgb_trains_on_real_records_and_round_trips(small_real, tmp_path):
     with pytest.raises(TclError, match="the model was trained on features of width 164") as info:
         narrowed.predict(task, progs)
     assert str(info.value).startswith(str(tmp_path / "xgb" / "config.json"))
+    # embeddings (what RDU spreads its picks over) have the trained width, or the same error
+    assert loaded.embed(task, progs).shape == (len(progs), 164)
+    with pytest.raises(TclError, match="the model was trained on features of width 164"):
+        narrowed.embed(task, progs)
 
 
 def test_an_ensemble_averages_its_members_on_one_scale_and_round_trips(small_real, trained, tmp_path):

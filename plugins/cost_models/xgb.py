@@ -191,16 +191,21 @@ class XGBCostModel(CostModel):
         }
         return metrics
 
-    def _predict_features(self, task: Task, features: Any) -> np.ndarray:
+    def _trained_width_arrays(self, features: Any) -> tuple[list[np.ndarray], int]:
+        """Per-store arrays checked against the width the booster was trained on, and that width."""
         if self.model is None or self.model.booster is None:
             raise TclError("cost model xgb is not trained; fit it or load a checkpoint first")
         arrays = self._store_arrays(features)
-        if not arrays:
-            return np.zeros((0,), dtype=np.float64)
         trained = self.model.booster.num_features()
         dim = next((a.shape[1] for a in arrays if a.size), trained)
         if dim != trained:
             raise featurizer_width_error(self.config_file, trained, self.featurizer, f"width {dim}")
+        return arrays, trained
+
+    def _predict_features(self, task: Task, features: Any) -> np.ndarray:
+        arrays, dim = self._trained_width_arrays(features)
+        if not arrays:
+            return np.zeros((0,), dtype=np.float64)
         # PackSum drops programs without stores from the end of its bincount: give them a zero row
         arrays = [a if a.shape[0] else np.zeros((1, dim), np.float32) for a in arrays]
         ctx, cands = self._context_and_candidates(task, len(arrays))
@@ -213,9 +218,9 @@ class XGBCostModel(CostModel):
         return self._predict_features(task, self.featurizer.featurize(task, list(programs)))
 
     def embed(self, task: Task, programs: Sequence[Program]) -> np.ndarray:
-        """XGBoost has no hidden state: the per-store features summed over stores."""
-        arrays = self._store_arrays(self.featurizer.featurize(task, list(programs))) if programs else []
-        dim = next((a.shape[1] for a in arrays if a.size), 164)
+        """XGBoost has no hidden state: the per-store features summed over stores. Programs
+        without stores embed as zeros of the width the booster was trained on."""
+        arrays, dim = self._trained_width_arrays(self.featurizer.featurize(task, list(programs)) if programs else [])
         return (
             np.stack([a.sum(0) if a.size else np.zeros(dim, np.float32) for a in arrays]).astype(np.float64)
             if arrays

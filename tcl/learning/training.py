@@ -13,6 +13,11 @@ the mean of ``loss_g`` over the groups of the batch that have a pair. All pairs 
 formed at once with an ``(n, n)`` same-group mask, so a batch of many small tasks costs one
 pass.
 
+``TrainConfig.loss`` picks another loss (``RANKING_LOSSES``), so the choice is an ablation:
+``pairwise`` is the same logistic term with every pair of a group weighing the same (RankNet),
+``listmle`` the listwise negative log-likelihood of the group's true order under
+Plackett-Luce (ListMLE), averaged over positions.
+
 Batches hold whole tasks, or, for tasks with more programs than the batch size, near-equal
 chunks of one task (so every chunk has pairs); chunks are shuffled and packed into batches
 of at most ``batch_size`` programs.
@@ -55,6 +60,9 @@ __all__ = [
     "TrainResult",
     "StopTraining",
     "lambdarank_loss",
+    "pairwise_logistic_loss",
+    "listmle_loss",
+    "RANKING_LOSSES",
     "make_groups",
     "make_batches",
     "train_ranking",
@@ -89,7 +97,8 @@ class TrainConfig:
     batch_size: int = 512
     grad_clip: float = 0.5
     patience: int = 10  # epochs without a better validation Top-1 before stopping
-    sigma: float = 1.0  # LambdaRank's logistic scale
+    sigma: float = 1.0  # the logistic scale of the pairwise losses
+    loss: str = "lambdarank"  # a key of RANKING_LOSSES
     device: str = "auto"
     verbose: bool = True
     # torch CPU threads while training (None: leave torch's setting). On a busy machine one
@@ -104,6 +113,8 @@ class TrainConfig:
         for key in ("lr", "grad_clip", "sigma"):
             validation.number(getattr(self, key), f"cost model option {key}")
         validation.number(self.weight_decay, "cost model option weight_decay", inclusive=True)
+        if self.loss not in RANKING_LOSSES:
+            raise TclError(f"cost model option loss: {self.loss!r} is none of {', '.join(RANKING_LOSSES)}")
 
     def as_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -240,6 +251,48 @@ def lambdarank_loss(
     return (weight * pair_loss)[pair].sum() / n_with_pairs
 
 
+def pairwise_logistic_loss(
+    scores: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor, sigma: float = 1.0
+) -> torch.Tensor:
+    """RankNet: the logistic loss of every ordered pair of a group, pairs weighing the same;
+    the mean over a group's pairs, then over the groups that have a pair."""
+    labels = labels.to(scores.dtype)
+    pair = (groups[:, None] == groups[None, :]) & (labels[:, None] > labels[None, :])
+    if not bool(pair.any()):
+        return scores.sum() * 0.0
+    with torch.no_grad():
+        pairs_of_group = torch.zeros(int(groups.max()) + 1, dtype=scores.dtype, device=scores.device)
+        pairs_of_group.index_add_(0, groups, pair.sum(1).to(scores.dtype))
+        weight = (1.0 / pairs_of_group.clamp(min=1.0))[groups][:, None].expand_as(pair)
+        n_with_pairs = int((pairs_of_group > 0).sum())
+    diff = scores[:, None] - scores[None, :]
+    pair_loss = torch.nn.functional.softplus(-sigma * diff) / math.log(2.0)
+    return (weight * pair_loss)[pair].sum() / n_with_pairs
+
+
+def listmle_loss(scores: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """ListMLE: minus the log-likelihood of each group's order by label under Plackett-Luce
+    (the fastest program picked first from all, the next from the rest, ...), averaged over
+    positions, then over the groups with two or more programs."""
+    losses = []
+    for g in torch.unique(groups):
+        members = groups == g
+        if int(members.sum()) < 2:
+            continue
+        ordered = scores[members][torch.argsort(labels[members], descending=True, stable=True)]
+        rest = torch.logcumsumexp(ordered.flip(0), dim=0).flip(0)  # log sum exp of positions i..end
+        losses.append((rest - ordered)[:-1].mean())
+    return torch.stack(losses).mean() if losses else scores.sum() * 0.0
+
+
+# name -> loss(scores, labels, groups, sigma); TrainConfig.loss picks one
+RANKING_LOSSES: dict[str, Callable[..., torch.Tensor]] = {
+    "lambdarank": lambdarank_loss,
+    "pairwise": pairwise_logistic_loss,
+    "listmle": lambda scores, labels, groups, sigma=1.0: listmle_loss(scores, labels, groups),
+}
+
+
 def make_batches(sizes: Sequence[int], batch_size: int, rng: np.random.Generator) -> list[list[tuple[int, np.ndarray]]]:
     """Batches of ``(group index, program indices)``: groups larger than ``batch_size`` are
     cut into near-equal shuffled chunks, chunks are shuffled and packed greedily."""
@@ -373,6 +426,7 @@ def _train_ranking(
     )
     labels = [torch.from_numpy(g.labels) for g in train]
     sizes = [len(g) for g in train]
+    ranking_loss = RANKING_LOSSES[config.loss]
     what = f" ({describe_counts(counts)})" if counts else ""
     _emit(
         f"[{name}] training on {sum(sizes)} programs of {len(train)} tasks{what}, "
@@ -395,7 +449,7 @@ def _train_ranking(
             y = torch.cat([labels[gi][torch.from_numpy(idx)] for gi, idx in batch]).to(device)
             gid = torch.cat([torch.full((idx.size,), j, dtype=torch.int64) for j, (_gi, idx) in enumerate(batch)])
             scores = module(inputs)
-            loss = lambdarank_loss(scores, y, gid.to(device), sigma=config.sigma)
+            loss = ranking_loss(scores, y, gid.to(device), sigma=config.sigma)
             ranking_total += float(loss.detach())
             if extra_loss is not None:
                 loss = loss + extra_loss(module, scores, batch)
