@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import BUNDLED, matmul_module, run_tcl, tcl_env
+from conftest import BUNDLED, matmul_module, run_tcl, run_tcl_json, tcl_env
 
 TINY_NET = """
 import torch
@@ -378,39 +378,35 @@ def test_curve_keeps_the_fastest_repeat_and_marks_rounds_timed_under_load(tmp_pa
     assert [("other_cores" in p) for p in saved["points"]] == [False, True]
 
 
-def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net, tmp_path, capsys):
-    from tcl.cli.main import main
-
+def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net, tmp_path):
     out = tmp_path / "zero"
-    assert (
-        main(
-            [
-                "tune",
-                "--network",
-                f"{tiny_net}:TinyMLP",
-                "--input-shape",
-                "4,64",
-                "--profile",
-                "x86-avx2",
-                "--cost-model",
-                "xgb",
-                "--trials",
-                "0",
-                "--population",
-                "16",
-                "--repeats",
-                "2",
-                "--out",
-                str(out),
-                "--json",
-            ]
-        )
-        == 0
+    env = tcl_env()
+    env.pop("TVM_NUM_THREADS", None)  # TVM alone would give the pool half the logical CPUs
+    result = run_tcl_json(
+        "tune",
+        "--network",
+        f"{tiny_net}:TinyMLP",
+        "--input-shape",
+        "4,64",
+        "--profile",
+        "x86-avx2",
+        "--cost-model",
+        "xgb",
+        "--trials",
+        "0",
+        "--population",
+        "16",
+        "--repeats",
+        "2",
+        "--out",
+        str(out),
+        env=env,
     )
-    result = json.loads(capsys.readouterr().out)
     assert result["measured_trials"] == 0 and not (out / "database_tuning_record.json").read_text().strip()
     assert len(result["model_chosen_functions"]) == 1 and result["tuned_functions"] == []
     assert result["unscheduled_functions"] == [] and result["max_rel_error"] < 1e-3
+    # the network is timed on the profile's runtime_threads (x86-avx2: 2), the threads its candidates got
+    assert result["tvm_threads"] == 2
 
 
 LOAD_EXPORTED = """

@@ -56,12 +56,26 @@ def fast_build(mod: Any, target: Any, _params: Any = None) -> Any:
     return tvm_build(mod, target=target)
 
 
+def set_tvm_threads(num_threads: int) -> int:
+    """Give TVM's CPU thread pool ``num_threads`` threads; returns how many it has.
+
+    TVM sizes its pool once, when it is first used, from ``TVM_NUM_THREADS`` or else from
+    half the logical CPUs (it takes every second one for a hyperthread: a single thread on a
+    2-vCPU VM), and ``runtime.config_threadpool`` cannot grow it past that size later. So the
+    variable is set first; a pool that already exists can only shrink, and the caller sees
+    the count it got."""
+    import tvm
+
+    os.environ["TVM_NUM_THREADS"] = str(num_threads)
+    tvm.get_global_func("runtime.config_threadpool")(1, num_threads)
+    return int(tvm.runtime.num_threads())
+
+
 def configure_worker(num_threads: int | None = None, env: dict[str, str] | None = None) -> None:
     """Initializer of a measuring worker: one OpenBLAS thread, ``num_threads`` TVM threads.
 
-    Runs right after the worker started, before it executed any TVM kernel, so TVM's
-    thread pool is created with ``TVM_NUM_THREADS``; if it already existed it is resized.
-    """
+    Runs right after the worker started, before it executed any TVM kernel (see
+    :func:`set_tvm_threads`)."""
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     for key, value in (env or {}).items():
         os.environ[key] = str(value)
@@ -72,11 +86,7 @@ def configure_worker(num_threads: int | None = None, env: dict[str, str] | None 
     except Exception:  # noqa: BLE001 - best effort, threadpoolctl is optional
         pass
     if num_threads:
-        os.environ["TVM_NUM_THREADS"] = str(num_threads)
-        import tvm
-
-        if tvm.runtime.num_threads() != num_threads:
-            tvm.get_global_func("runtime.config_threadpool")(1, num_threads)
+        set_tvm_threads(num_threads)
 
 
 def worker_initializer(num_threads: int | None = None, env: dict[str, str] | None = None) -> Callable[[], None]:

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from tcl.api.errors import TclError, one_line
-from tcl.api.measure import measure_with
+from tcl.api.measure import measure_with, set_tvm_threads
 from tcl.learning.training import torch_threads
 from tcl.measurement.default_schedule import apply_defaults, is_scheduled
 from tcl.measurement.tasks import import_network, prepare_for_tuning
@@ -123,7 +123,7 @@ def compile_and_check(
     torch_threads_best = min(torch_times, key=torch_times.get)
     time.sleep(0.5)  # let torch's OpenMP workers go to sleep before TVM runs
     dev = tvm.cpu()
-    tvm.get_global_func("runtime.config_threadpool")(1, int(threads))
+    tvm_threads = set_tvm_threads(int(threads))
     vm = relax.VirtualMachine(executable, dev)
     inputs = [tvm.runtime.tensor(x.numpy(), dev) for x in definition.example_inputs]
     got = _leaves(vm["main"](*inputs))
@@ -147,6 +147,7 @@ def compile_and_check(
     return {
         "latency_s": latency,
         "torch_latency_s": torch_times[torch_threads_best],
+        "tvm_threads": tvm_threads,
         "torch_threads": torch_threads_best,
         "torch_latency_by_threads_s": torch_times,
         "compile_s": compile_s,

@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 from tcl.api import discovery
 from tcl.api.errors import TclError
+from tcl.api.measure import set_tvm_threads
 from tcl.api.profiles import HardwareProfile, get_profile
 from tcl.measurement.machine_load import OtherLoad
 from tcl.measurement.tasks import extract_tasks
@@ -199,6 +200,8 @@ def tune_network(
             f"{out_dir} holds a tuning run of {previous.get('method')!r}, not {method.label!r}; use another --out"
         )
 
+    # before anything runs a TVM kernel here (constant folding does): the pool is sized once
+    set_tvm_threads(prof.runtime_threads)
     target = prof.tvm_target()
     started = time.perf_counter()
     tasks = extract_tasks(definition, target)
@@ -277,6 +280,11 @@ def tune_network(
         use_default=use_default,
         export=export,
     )
+    if check["tvm_threads"] < prof.runtime_threads:
+        report(
+            f"TVM's thread pool has {check['tvm_threads']} threads, not the profile's {prof.runtime_threads} "
+            "(it was created before tcl tune could size it): the network was timed with fewer"
+        )
     result = {
         "network": name,
         "profile": prof.name,
