@@ -378,18 +378,9 @@ def test_curve_keeps_the_fastest_repeat_and_marks_rounds_timed_under_load(tmp_pa
     assert [("other_cores" in p) for p in saved["points"]] == [False, True]
 
 
-def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net, tmp_path):
-    out = tmp_path / "zero"
-    env = tcl_env()
-    env.pop("TVM_NUM_THREADS", None)  # TVM alone would give the pool half the logical CPUs
-    result = run_tcl_json(
-        "tune",
-        "--network",
-        f"{tiny_net}:TinyMLP",
-        "--input-shape",
-        "4,64",
-        "--profile",
-        "x86-avx2",
+def zero_trial_tune(tiny_net, out):
+    """``tcl tune`` arguments: the tiny network compiled with XGB's picks, nothing measured."""
+    return ["tune", "--network", f"{tiny_net}:TinyMLP", "--input-shape", "4,64", "--profile", "x86-avx2"] + [
         "--cost-model",
         "xgb",
         "--trials",
@@ -400,8 +391,14 @@ def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net
         "2",
         "--out",
         str(out),
-        env=env,
-    )
+    ]
+
+
+def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net, tmp_path):
+    out = tmp_path / "zero"
+    env = tcl_env()
+    env.pop("TVM_NUM_THREADS", None)  # TVM alone would give the pool half the logical CPUs
+    result = run_tcl_json(*zero_trial_tune(tiny_net, out), env=env)
     assert result["measured_trials"] == 0 and not (out / "database_tuning_record.json").read_text().strip()
     assert len(result["model_chosen_functions"]) == 1 and result["tuned_functions"] == []
     assert result["unscheduled_functions"] == [] and result["max_rel_error"] < 1e-3
@@ -434,32 +431,7 @@ def test_export_writes_a_library_that_tvms_runtime_runs_in_a_fresh_process(tiny_
     from tcl.cli.main import main
 
     library = tmp_path / "tiny.so"
-    assert (
-        main(
-            [
-                "tune",
-                "--network",
-                f"{tiny_net}:TinyMLP",
-                "--input-shape",
-                "4,64",
-                "--profile",
-                "x86-avx2",
-                "--cost-model",
-                "xgb",
-                "--trials",
-                "0",
-                "--population",
-                "16",
-                "--repeats",
-                "2",
-                "--out",
-                str(tmp_path / "run"),
-                "--export",
-                str(library),
-            ]
-        )
-        == 0
-    )
+    assert main([*zero_trial_tune(tiny_net, tmp_path / "run"), "--export", str(library)]) == 0
     captured = capfd.readouterr()  # TVM's C++ writes to descriptor 2 directly
     assert f"compiled library {library}" in captured.out and "Scope Saving" not in captured.err
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".so"] == ["tiny.so"]  # no temporary left
