@@ -240,15 +240,23 @@ def lambdarank_loss(
         g = gain / idcg[groups].clamp(min=eps)
         disc = 1.0 / torch.log2(1.0 + rank.to(scores.dtype))
         weight = (g[:, None] - g[None, :]).abs() * (disc[:, None] - disc[None, :]).abs()
-        pair = same & (labels[:, None] > labels[None, :])
+        pair = _ordered_pairs(labels, groups)
         has_pair = torch.zeros(n_groups, dtype=torch.bool, device=scores.device)
         has_pair[groups[pair.any(1)]] = True
         n_with_pairs = int(has_pair.sum())
     if n_with_pairs == 0:
         return scores.sum() * 0.0
-    diff = scores[:, None] - scores[None, :]
-    pair_loss = torch.nn.functional.softplus(-sigma * diff) / math.log(2.0)  # -log2 sigmoid(sigma*diff)
-    return (weight * pair_loss)[pair].sum() / n_with_pairs
+    return (weight * _pair_logistic(scores, sigma))[pair].sum() / n_with_pairs
+
+
+def _ordered_pairs(labels: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """[i, j] is True where i and j share a group and i's label is the higher."""
+    return (groups[:, None] == groups[None, :]) & (labels[:, None] > labels[None, :])
+
+
+def _pair_logistic(scores: torch.Tensor, sigma: float) -> torch.Tensor:
+    """[i, j] = -log2 sigmoid(sigma * (s_i - s_j)): the cost of i not scoring above j."""
+    return torch.nn.functional.softplus(-sigma * (scores[:, None] - scores[None, :])) / math.log(2.0)
 
 
 def pairwise_logistic_loss(
@@ -256,8 +264,7 @@ def pairwise_logistic_loss(
 ) -> torch.Tensor:
     """RankNet: the logistic loss of every ordered pair of a group, pairs weighing the same;
     the mean over a group's pairs, then over the groups that have a pair."""
-    labels = labels.to(scores.dtype)
-    pair = (groups[:, None] == groups[None, :]) & (labels[:, None] > labels[None, :])
+    pair = _ordered_pairs(labels.to(scores.dtype), groups)
     if not bool(pair.any()):
         return scores.sum() * 0.0
     with torch.no_grad():
@@ -265,9 +272,7 @@ def pairwise_logistic_loss(
         pairs_of_group.index_add_(0, groups, pair.sum(1).to(scores.dtype))
         weight = (1.0 / pairs_of_group.clamp(min=1.0))[groups][:, None].expand_as(pair)
         n_with_pairs = int((pairs_of_group > 0).sum())
-    diff = scores[:, None] - scores[None, :]
-    pair_loss = torch.nn.functional.softplus(-sigma * diff) / math.log(2.0)
-    return (weight * pair_loss)[pair].sum() / n_with_pairs
+    return (weight * _pair_logistic(scores, sigma))[pair].sum() / n_with_pairs
 
 
 def listmle_loss(scores: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
