@@ -72,6 +72,25 @@ def test_sampler_variant_is_its_plugin_with_the_given_options(tmp_path):
     }
 
 
+def test_model_variant_runs_beside_its_plugin_under_its_own_name(tmp_path):
+    # the same tlp trained with another ranking loss, both rows in one run
+    text = (
+        '[experiment]\nkind = "models"\ndata = "DATA"\nprofiles = ["x86-avx2"]\nheld_out = ["bert-tiny"]\n'
+        '[models]\nnames = ["tlp", "tlp-listmle"]\n[models.options.tlp]\nepochs = 1\nbatch_size = 256\n'
+        '[models.variants.tlp-listmle]\nplugin = "tlp"\nepochs = 1\nbatch_size = 256\nloss = "listmle"\n'
+    )
+    out = tmp_path / "out"
+    proc = run_tcl("run", str(write_config(tmp_path, text)), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    plain, variant = json.loads((out / "results.json").read_text())["rows"]
+    assert (plain["model"], variant["model"]) == ("tlp", "tlp-listmle")
+    assert 0 < variant["pairwise"] < 1 and variant["pairwise"] != plain["pairwise"]
+    bad = write_config(tmp_path, text.replace('loss = "listmle"', 'loss = "hinge"'), "bad.toml")
+    proc = run_tcl("run", str(bad), "--check")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "options of cost model tlp-listmle: " in proc.stderr and "listmle" in proc.stderr
+
+
 @pytest.mark.slow  # ~170 s, the slowest test: the default suite must stay inside 20 minutes on 2 cores
 def test_models_smoke_config_runs_and_parallel_profiles_give_the_same_rows(tmp_path):
     out = tmp_path / "out"

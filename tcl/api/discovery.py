@@ -76,7 +76,7 @@ class Registry:
                 if self.failed
                 else ""
             )
-            raise TclError(f"unknown {_singular(point)} '{name}'; choices: {choices}{failed}")
+            raise TclError(f"unknown {singular(point)} '{name}'; choices: {choices}{failed}")
         return found.record
 
     def names(self, point: str) -> list[str]:
@@ -91,7 +91,7 @@ class Registry:
         try:
             return record.factory(**options)
         except (TypeError, ValueError) as exc:
-            raise TclError(f"{_singular(point)} '{name}': bad options {sorted(options)}: {exc}") from None
+            raise TclError(f"{singular(point)} '{name}': bad options {sorted(options)}: {exc}") from None
 
     @property
     def hook(self) -> Any:
@@ -119,7 +119,7 @@ def declared_hints(factory: Any, options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k in declared or k not in RUNTIME_HINTS}
 
 
-def _singular(point: str) -> str:
+def singular(point: str) -> str:
     return {
         "samplers": "sampler",
         "cost_models": "cost model",
@@ -205,7 +205,7 @@ def load_registry() -> Registry:
                 here = Provided(record, impl.plugin_name, dist)
                 if previous is not None:
                     raise TclError(
-                        f"{_singular(point)} '{record.name}' is registered twice: by {previous.provider} "
+                        f"{singular(point)} '{record.name}' is registered twice: by {previous.provider} "
                         f"and by {here.provider}; uninstall one or set {DISABLE_EXTERNAL_ENV}=1"
                     )
                 entries[point][record.name] = here

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from tcl.api.discovery import singular
 from tcl.api.errors import TclError
 from tcl.api.programs import ProgramSet
 from tcl.experiments import REQUIRED, plugin
@@ -152,7 +153,10 @@ def resolve_variants(
                 )
             chosen, kwargs = name, dict((options or {}).get(name, {}))
         plugin(registry, cfg, point, chosen)
-        registry.create(point, chosen, **kwargs)
+        try:
+            registry.create(point, chosen, **kwargs)
+        except TclError as exc:
+            raise TclError(f"options of {singular(point)} {name}: {exc}") from None
         resolved[name] = (chosen, kwargs)
     return resolved
 

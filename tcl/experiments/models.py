@@ -7,7 +7,8 @@ the training networks are also dealt into N folds; each fold's networks are scor
 trained on the other folds, and the row ``split = "cv"`` scores every training task by the
 model that never saw its network. Each row: mean and std over seeds, the 95% interval of that
 mean (bootstrap over tasks), the score of a random ranking (``chance_*``) and training time;
-``[experiment] jobs`` runs that many profiles at once.
+``[experiment] jobs`` runs that many profiles at once. ``variants`` names a model under other
+settings so that it runs beside itself (e.g. Mamba trained with another loss).
 """
 
 from __future__ import annotations
@@ -18,13 +19,29 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tcl.api import defaults
 from tcl.api.errors import TclError
-from tcl.experiments._common import METRICS, RECORDS, check_data, check_model, map_jobs, model_options, split, summarize
+from tcl.experiments._common import (
+    METRICS,
+    RECORDS,
+    check_data,
+    map_jobs,
+    model_options,
+    resolve_variants,
+    split,
+    summarize,
+)
 
 SCHEMA = {
     "experiment": RECORDS,
     # options: one table per model name, e.g. [models.options.mamba] epochs = 10
     # folds: 0 = held-out networks only; N >= 2 = also N-fold leave-networks-out cross-validation
-    "models": {"names": ("list[str]", list(defaults.MODEL_COMPARISON)), "options": ("table", {}), "folds": ("int", 0)},
+    # variants: named settings of a model, listed in names like a plugin, e.g.
+    # [models.variants.mamba-listmle] plugin = "mamba", loss = "listmle"
+    "models": {
+        "names": ("list[str]", list(defaults.MODEL_COMPARISON)),
+        "options": ("table", {}),
+        "folds": ("int", 0),
+        "variants": ("table", {}),
+    },
 }
 
 
@@ -35,11 +52,16 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
         raise TclError("[models] names must not be empty")
     if folds < 0 or folds == 1:
         raise TclError(f"[models] folds must be 0 (no cross-validation) or 2 or more, got {folds}")
-    for name in names:
-        check_model(registry, cfg, name, options.get(name, {}))
     extra = sorted(set(options) - set(names))
     if extra:
         raise TclError(f"[models.options] has tables for {', '.join(extra)}, which [models] names does not list")
+    models(registry, cfg)
+
+
+def models(registry: Any, cfg: Mapping[str, Any]) -> dict[str, tuple[str, dict]]:
+    """``{listed name: (cost model plugin, its options)}``, each checked by building it once."""
+    spec = cfg["models"]
+    return resolve_variants(registry, cfg, "cost_models", "models", spec["names"], spec["variants"], spec["options"])
 
 
 def fold_networks(train: Any, folds: int) -> list[list[str]]:
@@ -97,12 +119,12 @@ def _one_profile(cfg: Mapping[str, Any], profile: str, progress: Callable[[str],
     with torch_threads(exp["threads"]):
         train, held = split(cfg, profile)
         groups = fold_networks(train, folds) if folds else []
-        for name in cfg["models"]["names"]:
-            options = model_options(cfg, cfg["models"]["options"].get(name, {}))
+        for name, (model, settings) in models(registry, cfg).items():
+            options = model_options(cfg, settings)
             predictions, fit_s = [], []
             for seed in exp["seeds"]:
                 progress(f"{profile}: {name}, seed {seed}")
-                p, s = _fit_predict(registry, name, options, train, held, seed)
+                p, s = _fit_predict(registry, model, options, train, held, seed)
                 predictions.append(p)
                 fit_s.append(s)
             rows.append(
@@ -126,7 +148,7 @@ def _one_profile(cfg: Mapping[str, Any], profile: str, progress: Callable[[str],
                 for i, group in enumerate(groups):
                     progress(f"{profile}: {name}, seed {seed}, fold {i + 1}/{len(groups)} ({', '.join(group)})")
                     rest, fold = split_by_network(train, group)
-                    p, s = _fit_predict(registry, name, options, rest, fold, seed)
+                    p, s = _fit_predict(registry, model, options, rest, fold, seed)
                     merged.update(p)
                     seconds += s
                 predictions.append(merged)
