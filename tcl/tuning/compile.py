@@ -107,15 +107,10 @@ def compile_and_check(
     With ``export``, the compiled library is written there once its output has matched torch."""
     import torch
     import tvm
-    import tvm.s_tir.meta_schedule as ms
     from tvm import relax
 
     start = time.perf_counter()
-    with quiet_tvm_warnings():
-        mod = prepare_for_tuning(import_network(definition), target)
-        executable, functions = _compile_with_database(
-            mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)), chosen or {}, use_default
-        )
+    executable, functions, _ = compile_network(definition, target, db_dir, chosen=chosen, use_default=use_default)
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
@@ -159,6 +154,27 @@ def compile_and_check(
         "max_rel_error": worst,
         "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)",
     }
+
+
+def compile_network(
+    definition: Any,
+    target: Any,
+    db_dir: Path,
+    *,
+    chosen: Mapping[str, Any] | None = None,
+    use_default: set[str] | frozenset[str] = frozenset(),
+) -> tuple[Any, dict[str, Any], Any]:
+    """The network built with the best records of ``db_dir`` (see :func:`compile_and_check` for
+    ``chosen`` and ``use_default``), unchecked: ``(executable, functions by how they were
+    scheduled, the Relax module the tasks come from)``."""
+    import tvm.s_tir.meta_schedule as ms
+
+    with quiet_tvm_warnings():
+        mod = prepare_for_tuning(import_network(definition), target)
+        executable, functions = _compile_with_database(
+            mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)), chosen or {}, use_default
+        )
+    return executable, functions, mod
 
 
 def _compile_with_database(

@@ -1,0 +1,142 @@
+"""Where a compiled network's time goes, as one JSON line: its end-to-end latency; each compiled
+function's time inside the network (Relax VM instrumentation) beside its time alone in a hot
+loop on random inputs. End to end minus the kernels alone is what running them inside the
+network costs: cold caches between kernels and the VM's own work (allocations, calls).
+
+    python benchmarks/bench_network_profile.py --network bert-tiny --records RUN/records [--profile native]
+
+``--records`` is a tuning record directory (``tcl tune --out DIR`` writes ``DIR/records``); the
+network is compiled from it as ``tcl tune`` compiles it, without a model's picks for untuned
+tasks (those get default schedules). The instrumentation's Python callbacks cost a few
+microseconds per call, which the in-network times include (``instrumented_run_ms`` against
+``end_to_end_ms`` shows how much). Run it with nothing else on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def _hot_loop_s(function, args, calls: int = 50, repeats: int = 10) -> float:
+    """Median seconds per call of ``function`` called back to back (inputs stay in cache)."""
+    for _ in range(calls // 2):
+        function(*args)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            function(*args)
+        samples.append((time.perf_counter() - start) / calls)
+    return statistics.median(samples)
+
+
+def _random_args(func, device):
+    import numpy as np
+    import tvm
+    import tvm.s_tir.meta_schedule as ms
+
+    rng = np.random.default_rng(0)
+    args = []
+    for info in ms.arg_info.ArgInfo.from_prim_func(func):
+        shape, dtype = [int(s) for s in info.shape], str(info.dtype)
+        value = rng.random(shape).astype(dtype) if "float" in dtype else np.zeros(shape, dtype)
+        args.append(tvm.runtime.tensor(value, device))
+    return args
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--network", default="bert-tiny")
+    parser.add_argument("--records", required=True, type=Path)
+    parser.add_argument("--profile", default="native")
+    parser.add_argument("--runs", type=int, default=50, help="network runs under instrumentation")
+    args = parser.parse_args()
+
+    import numpy as np
+    import tvm
+    from tvm import relax
+
+    from tcl.api.measure import set_tvm_threads
+    from tcl.api.profiles import get_profile
+    from tcl.tuning.compile import compile_network
+    from tcl.tuning.methods import resolve_network
+
+    profile = get_profile(args.profile)
+    threads = set_tvm_threads(int(profile.runtime_threads))
+    _, definition = resolve_network(args.network)
+    executable, functions, mod = compile_network(definition, profile.tvm_target(), args.records)
+    device = tvm.cpu()
+    vm = relax.VirtualMachine(executable, device)
+    inputs = [tvm.runtime.tensor(x.numpy(), device) for x in definition.example_inputs]
+    end_to_end = float(np.median(vm.time_evaluator("main", device, number=5, repeat=20)(*inputs).results))
+
+    inside, calls, started = collections.defaultdict(float), collections.Counter(), [0.0]
+
+    def instrument(_func, name, before, _ret, *_args):
+        if before:
+            started[0] = time.perf_counter()
+        else:
+            inside[name] += time.perf_counter() - started[0]
+            calls[name] += 1
+        return 0
+
+    vm.set_instrument(instrument)
+    for _ in range(5):
+        vm["main"](*inputs)
+    inside.clear()
+    calls.clear()
+    start = time.perf_counter()
+    for _ in range(args.runs):
+        vm["main"](*inputs)
+    instrumented = (time.perf_counter() - start) / args.runs
+
+    library = executable.mod
+    rows = []
+    for gv, func in mod.functions.items():
+        name = gv.name_hint
+        if not isinstance(func, tvm.tirx.PrimFunc) or name not in calls:
+            continue
+        per_call_in_network = inside[name] / calls[name]
+        alone = _hot_loop_s(library.get_function(name, query_imports=True), _random_args(func, device))
+        rows.append(
+            {
+                "function": name,
+                "calls_per_run": calls[name] // args.runs,
+                "in_network_ms": per_call_in_network * 1e3,
+                "alone_ms": alone * 1e3,
+                "ratio": per_call_in_network / alone,
+                "schedule": "tuned" if name in functions["tuned"] else "default",
+            }
+        )
+    rows.sort(key=lambda row: -row["in_network_ms"] * row["calls_per_run"])
+    kernels = sum(row["in_network_ms"] * row["calls_per_run"] for row in rows)
+    alone_total = sum(row["alone_ms"] * row["calls_per_run"] for row in rows)
+    print(
+        json.dumps(
+            {
+                "bench": "network_profile",
+                "network": args.network,
+                "profile": args.profile,
+                "tvm_threads": threads,
+                "end_to_end_ms": end_to_end * 1e3,
+                "instrumented_run_ms": instrumented * 1e3,
+                "calls_per_run": sum(calls.values()) // args.runs,
+                "kernels_in_network_ms": kernels,
+                "kernels_alone_ms": alone_total,
+                "beyond_kernels_alone_ms": end_to_end * 1e3 - alone_total,
+                "functions": rows,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
