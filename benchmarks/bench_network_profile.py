@@ -18,24 +18,10 @@ import argparse
 import collections
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
-def _hot_loop_s(function, args, calls: int = 50, repeats: int = 10) -> float:
-    """Median seconds per call of ``function`` called back to back (inputs stay in cache)."""
-    for _ in range(calls // 2):
-        function(*args)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            function(*args)
-        samples.append((time.perf_counter() - start) / calls)
-    return statistics.median(samples)
 
 
 def _random_args(func, device):
@@ -66,7 +52,7 @@ def main() -> None:
 
     from tcl.api.measure import set_tvm_threads
     from tcl.api.profiles import get_profile
-    from tcl.tuning.compile import compile_network
+    from tcl.tuning.compile import compile_network, median_call_s
     from tcl.tuning.methods import resolve_network
 
     profile = get_profile(args.profile)
@@ -105,7 +91,7 @@ def main() -> None:
         if not isinstance(func, tvm.tirx.PrimFunc) or name not in calls:
             continue
         per_call_in_network = inside[name] / calls[name]
-        alone = _hot_loop_s(library.get_function(name, query_imports=True), _random_args(func, device))
+        alone = median_call_s(library.get_function(name, query_imports=True), _random_args(func, device), 10, 50)
         rows.append(
             {
                 "function": name,

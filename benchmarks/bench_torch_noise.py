@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from tcl.learning.training import torch_threads
-from tcl.tuning.compile import _time_torch
+from tcl.tuning.compile import median_call_s
 from tcl.tuning.methods import resolve_network
 
 
@@ -30,7 +30,7 @@ def main() -> None:
     with torch.no_grad():
         for threads in (2, 1):
             with torch_threads(threads):
-                ms = [_time_torch(net.module, net.example_inputs, args.repeats) * 1e3 for _ in range(args.blocks)]
+                ms = [median_call_s(net.module, net.example_inputs, args.repeats) * 1e3 for _ in range(args.blocks)]
             print(
                 json.dumps(
                     {

@@ -292,17 +292,19 @@ def _time_torch_threads(module: Any, inputs: Sequence[Any], threads: int, repeat
     times = {}
     for n in sorted({1, int(threads)}):
         with torch_threads(n):
-            times[n] = _time_torch(module, inputs, repeats)
+            times[n] = median_call_s(module, inputs, repeats)
     return times
 
 
-def _time_torch(module: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:
+def median_call_s(function: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:
+    """Median over ``repeats`` of the seconds per call of ``number`` back-to-back calls, after
+    three warm-up calls: a torch module or a compiled function in a hot loop."""
     for _ in range(3):
-        module(*inputs)
+        function(*inputs)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(number):
-            module(*inputs)
+            function(*inputs)
         times.append((time.perf_counter() - t0) / number)
     return float(np.median(times))
