@@ -114,11 +114,17 @@ def eval_dir(cfg: Mapping[str, Any]) -> Path | None:
 
 def check_model(registry: Any, cfg: dict[str, Any], name: str, options: Mapping[str, Any]) -> None:
     """The cost model exists and accepts ``options`` (building one trains nothing)."""
-    plugin(registry, cfg, "cost_models", name)
+    _check_built(registry, cfg, "cost_models", name, name, model_options(cfg, options))
+
+
+def _check_built(registry: Any, cfg: dict[str, Any], point: str, chosen: str, listed: str, options: Mapping) -> None:
+    """Plugin ``chosen`` exists and builds with ``options``; a refused option is blamed on the
+    name the config lists (``listed``: the plugin's own name or a variant's)."""
+    plugin(registry, cfg, point, chosen)
     try:
-        registry.create("cost_models", name, **model_options(cfg, options))
+        registry.create(point, chosen, **options)
     except TclError as exc:
-        raise TclError(f"options of cost model {name}: {exc}") from None
+        raise TclError(f"options of {singular(point)} {listed}: {exc}") from None
 
 
 def resolve_variants(
@@ -152,11 +158,7 @@ def resolve_variants(
                     f"variants: {', '.join(variants)}"
                 )
             chosen, kwargs = name, dict((options or {}).get(name, {}))
-        plugin(registry, cfg, point, chosen)
-        try:
-            registry.create(point, chosen, **kwargs)
-        except TclError as exc:
-            raise TclError(f"options of {singular(point)} {name}: {exc}") from None
+        _check_built(registry, cfg, point, chosen, name, kwargs)
         resolved[name] = (chosen, kwargs)
     return resolved
 
