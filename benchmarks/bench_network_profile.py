@@ -15,10 +15,8 @@ microseconds per call, which the in-network times include (``instrumented_run_ms
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import os
-import time
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -52,8 +50,10 @@ def main() -> None:
 
     from tcl.api.measure import set_tvm_threads
     from tcl.api.profiles import get_profile
-    from tcl.tuning.compile import compile_network, median_call_s
+    from tcl.tuning.build import compile_network
+    from tcl.tuning.compile import median_call_s
     from tcl.tuning.methods import resolve_network
+    from tcl.tuning.race import function_seconds, network_seconds
 
     profile = get_profile(args.profile)
     threads = set_tvm_threads(int(profile.runtime_threads))
@@ -62,27 +62,8 @@ def main() -> None:
     device = tvm.cpu()
     vm = relax.VirtualMachine(executable, device)
     inputs = [tvm.runtime.tensor(x.numpy(), device) for x in definition.example_inputs]
-    end_to_end = float(np.median(vm.time_evaluator("main", device, number=5, repeat=20)(*inputs).results))
-
-    inside, calls, started = collections.defaultdict(float), collections.Counter(), [0.0]
-
-    def instrument(_func, name, before, _ret, *_args):
-        if before:
-            started[0] = time.perf_counter()
-        else:
-            inside[name] += time.perf_counter() - started[0]
-            calls[name] += 1
-        return 0
-
-    vm.set_instrument(instrument)
-    for _ in range(5):
-        vm["main"](*inputs)
-    inside.clear()
-    calls.clear()
-    start = time.perf_counter()
-    for _ in range(args.runs):
-        vm["main"](*inputs)
-    instrumented = (time.perf_counter() - start) / args.runs
+    end_to_end = network_seconds(vm, device, inputs, 20)
+    per_run, calls, instrumented = function_seconds(vm, inputs, args.runs)
 
     library = executable.mod
     rows = []
@@ -90,12 +71,12 @@ def main() -> None:
         name = gv.name_hint
         if not isinstance(func, tvm.tirx.PrimFunc) or name not in calls:
             continue
-        per_call_in_network = inside[name] / calls[name]
+        per_call_in_network = float(np.median(per_run[name])) / calls[name]
         alone = median_call_s(library.get_function(name, query_imports=True), _random_args(func, device), 10, 50)
         rows.append(
             {
                 "function": name,
-                "calls_per_run": calls[name] // args.runs,
+                "calls_per_run": calls[name],
                 "in_network_ms": per_call_in_network * 1e3,
                 "alone_ms": alone * 1e3,
                 "ratio": per_call_in_network / alone,
@@ -114,7 +95,7 @@ def main() -> None:
                 "tvm_threads": threads,
                 "end_to_end_ms": end_to_end * 1e3,
                 "instrumented_run_ms": instrumented * 1e3,
-                "calls_per_run": sum(calls.values()) // args.runs,
+                "calls_per_run": sum(calls.values()),
                 "kernels_in_network_ms": kernels,
                 "kernels_alone_ms": alone_total,
                 "beyond_kernels_alone_ms": end_to_end * 1e3 - alone_total,

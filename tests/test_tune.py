@@ -500,3 +500,48 @@ def test_a_network_torch_compile_cannot_run_is_reported_not_raised():
 
     result = time_torch_compiled(NetworkDefinition(module=Refuses(), example_inputs=(torch.zeros(2),)), threads=1)
     assert set(result) == {"torch_compile_error"} and "ValueError" in result["torch_compile_error"]
+
+
+def test_racing_compiles_each_tasks_record_that_ran_fastest_inside_the_network(tiny_net, tmp_path):
+    """A task's best records raced inside the compiled network: the pick is the rank whose
+    functions took least there, the returned database holds that record, and the picks are
+    kept only when the whole network got faster; `tcl tune --race` compiles with them and the
+    network still matches torch."""
+    import tvm
+    import tvm.s_tir.meta_schedule as ms
+
+    from tcl.api.profiles import get_profile
+    from tcl.tuning.build import prepared_network
+    from tcl.tuning.methods import resolve_network
+    from tcl.tuning.race import race_records
+
+    out = tmp_path / "run"
+    args = zero_trial_tune(tiny_net, out)
+    args[args.index("--cost-model") + 1] = "random"
+    args[args.index("--trials") + 1] = "8"
+    first = run_tcl_json(*args, "--race", "1")
+    assert first["race"] is None and first["measured_trials"] == 8
+
+    target = get_profile("x86-avx2").tvm_target()
+    _, definition = resolve_network(f"{tiny_net}:TinyMLP", (4, 64))
+    database = ms.database.JSONDatabase(work_dir=str(out))
+    inputs = [tvm.runtime.tensor(x.numpy()) for x in definition.example_inputs]
+    picked, report = race_records(prepared_network(definition, target), target, database, inputs, 3, runs=10)
+    (task,) = report["by_task"]
+    assert report["k"] == 3 and report["tasks"] == 1 and len(task["seconds_by_rank"]) == 3
+    assert task["pick"] == int(np.argmin(task["seconds_by_rank"])) and min(task["seconds_by_rank"]) > 0
+    assert report["changed_tasks"] == int(task["pick"] > 0)
+    (workload,) = {r.workload.mod for r in database.get_all_tuning_records()}
+    ranked = database.get_top_k(database.commit_workload(workload), 3)
+    if report["changed_tasks"]:
+        assert report["kept"] == (report["raced_s"] < report["best_records_s"])
+    if report["kept"]:
+        (chosen,) = picked.get_all_tuning_records()
+        assert list(chosen.run_secs) == list(ranked[task["pick"]].run_secs)
+    else:
+        assert picked.same_as(database)
+
+    again = run_tcl_json(*args, "--race", "3")
+    # a task whose default schedule ran faster than its records is compiled with the default, unraced
+    assert again["race"]["k"] == 3 and again["race"]["tasks"] == len(again["tuned_functions"])
+    assert again["measured_trials"] == 8 and again["max_rel_error"] < 1e-3 and again["unscheduled_functions"] == []

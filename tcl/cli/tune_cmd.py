@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tcl.api import defaults
 from tcl.api.validation import option, whole
 from tcl.cli.common import add_json_option, add_seed_option, comma_list, print_json, print_table
 
@@ -74,6 +75,14 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="also time the network under torch.compile (inductor) beside torch eager; compiling takes a minute or more",
     )
+    tune.add_argument(
+        "--race",
+        type=option(whole),
+        metavar="K",
+        default=defaults.RACE_RECORDS,
+        help="race each task's best K records inside the compiled network and keep the picks when the "
+        f"network gets faster (1: no race; default {defaults.RACE_RECORDS})",
+    )
     add_json_option(tune)
     tune.set_defaults(handler=run_tune)
 
@@ -99,6 +108,7 @@ def run_tune(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         profiles_dir=args.profiles_dir,
         torch_compile=args.torch_compile,
+        race=args.race,
     )
     if args.compare is not None:
         methods = comma_list(args.compare)
@@ -177,6 +187,8 @@ def run_tune(args: argparse.Namespace) -> int:
         ms = result.get("torch_compile_latency_s")
         print(torch_compile_line(ms and ms * 1e3, result.get("torch_compile_error"), result["latency_s"] * 1e3))
     print(functions_line(result))
+    if result["race"]:
+        print(race_line(result["race"]))
     print(f"records, curve and plot in {args.out}" + (f"; compiled library {args.export}" if args.export else ""))
     _warn_load({result["method"]: result["rounds_under_load"]})
     return 0
@@ -196,6 +208,19 @@ def functions_line(result: dict[str, Any]) -> str:
         f"functions: {len(result['tuned_functions'])} tuned, {len(result['model_chosen_functions'])} chosen by "
         f"the model unmeasured, {len(result['default_functions'])} default schedule, "
         f"{len(result['unscheduled_functions'])} unscheduled"
+    )
+
+
+def race_line(race: dict[str, Any]) -> str:
+    """What racing each task's best records inside the network did."""
+    head = f"race of each task's {race['k']} best records inside the network ({race['race_s']:.0f}s): "
+    if not race["changed_tasks"]:
+        return head + f"each of the {race['tasks']} tasks ran fastest with its best record"
+    verdict = "kept the picks" if race["kept"] else "kept the best records"
+    return (
+        head + f"{race['changed_tasks']} of {race['tasks']} tasks ran faster with another record; network "
+        f"{race['best_records_s'] * 1e3:.4f} ms with the best records, {race['raced_s'] * 1e3:.4f} ms with "
+        f"the picks: {verdict}"
     )
 
 

@@ -28,6 +28,7 @@ SCHEMA = {
         "population": ("int", 512),
         "repeats": ("int", 20),
         "torch_compile": ("bool", False),  # also time torch.compile (inductor): rows gain vs_torch_compile
+        "race": ("int", defaults.RACE_RECORDS),  # each task's best records raced inside the compiled network (1: none)
     },
 }
 
@@ -104,6 +105,7 @@ def run(cfg: dict[str, Any], out_dir: Path, *, registry: Any, progress: Callable
                 report=progress,
                 baseline=_baseline(cfg),
                 torch_compile=tun["torch_compile"],
+                race=tun["race"],
             )
             rows.extend({"profile": profile, "seed": seed, **_flat(row)} for row in result["rows"])
     return {

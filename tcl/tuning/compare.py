@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.api.profiles import HardwareProfile, get_profile
 from tcl.records.stored_files import write_atomic
@@ -42,6 +43,7 @@ def compare(
     report: Callable[[str], None] | None = None,
     baseline: str | None = None,
     torch_compile: bool = False,
+    race: int = defaults.RACE_RECORDS,
 ) -> dict[str, Any]:
     """Tune ``network`` with each of ``methods`` in turn (each in ``out_dir/<label>``) and
     compare them with ``baseline`` (a method as given or its label; default the first):
@@ -75,6 +77,7 @@ def compare(
             report=report,
             plot=False,
             torch_compile=torch_compile and i == 0,
+            race=race,
         )
     peer = results[labels[0]]
     base = results[base_label]

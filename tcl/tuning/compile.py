@@ -14,11 +14,12 @@ import numpy as np
 from tcl.api.errors import TclError, one_line
 from tcl.api.measure import measure_with, set_tvm_threads
 from tcl.learning.training import torch_threads
-from tcl.measurement.default_schedule import apply_defaults, is_scheduled
-from tcl.measurement.tasks import import_network, prepare_for_tuning
+from tcl.measurement.default_schedule import apply_defaults
 from tcl.records.tvm_log import quiet_tvm_warnings
+from tcl.tuning.build import compile_prepared, prepared_network
 from tcl.tuning.contexts import tune_contexts
 from tcl.tuning.curve import finite_or_none
+from tcl.tuning.race import network_seconds, race_records
 
 CHOICE_POPULATION = 64
 
@@ -98,19 +99,27 @@ def compile_and_check(
     chosen: Mapping[str, Any] | None = None,
     use_default: set[str] | frozenset[str] = frozenset(),
     export: Path | None = None,
+    race: int = 1,
 ) -> dict[str, Any]:
     """Compile the network with the best records of ``db_dir`` (and the schedules in ``chosen``,
     by function name, for functions without a record; default schedules for the functions
     named in ``use_default`` even where a record exists), check it against torch on the
     example inputs (raises TclError when they differ) and time both (median of ``repeats``;
     TVM with the profile's threads, torch with whichever of those and one thread is faster).
+    With ``race`` > 1, each task's ``race`` best records are raced inside the network
+    (:mod:`tcl.tuning.race`) before the final build.
     With ``export``, the compiled library is written there once its output has matched torch."""
     import torch
     import tvm
+    import tvm.s_tir.meta_schedule as ms
     from tvm import relax
 
     start = time.perf_counter()
-    executable, functions, _ = compile_network(definition, target, db_dir, chosen=chosen, use_default=use_default)
+    mod = prepared_network(definition, target)
+    database = ms.database.JSONDatabase(work_dir=str(db_dir))
+    chosen = chosen or {}
+    with quiet_tvm_warnings():
+        executable, functions = compile_prepared(mod, target, database, chosen, use_default)
     compile_s = time.perf_counter() - start
     with torch.no_grad():  # torch first: TVM's pool threads spin after a kernel
         want = _leaves(definition.module(*definition.example_inputs))
@@ -121,6 +130,13 @@ def compile_and_check(
     tvm_threads = set_tvm_threads(int(threads))
     vm = relax.VirtualMachine(executable, dev)
     inputs = [tvm.runtime.tensor(x.numpy(), dev) for x in definition.example_inputs]
+    raced = None
+    if race > 1:
+        with quiet_tvm_warnings():
+            database, raced = race_records(mod, target, database, inputs, race, chosen=chosen, use_default=use_default)
+            if raced["kept"]:
+                executable, functions = compile_prepared(mod, target, database, chosen, use_default)
+                vm = relax.VirtualMachine(executable, dev)
     got = _leaves(vm["main"](*inputs))
     if len(got) != len(want):
         raise TclError(f"compiled network returns {len(got)} outputs, torch {len(want)}")
@@ -137,8 +153,7 @@ def compile_and_check(
     if export is not None:
         with quiet_tvm_warnings():
             export_library(executable, export)
-    timer = vm.time_evaluator("main", dev, number=5, repeat=repeats, min_repeat_ms=0)
-    latency = float(np.median(timer(*inputs).results))
+    latency = network_seconds(vm, dev, inputs, repeats)
     return {
         "latency_s": latency,
         "torch_latency_s": torch_times[torch_threads_best],
@@ -146,6 +161,7 @@ def compile_and_check(
         "torch_threads": torch_threads_best,
         "torch_latency_by_threads_s": torch_times,
         "compile_s": compile_s,
+        "race": raced,
         "tuned_functions": functions["tuned"],
         "model_chosen_functions": functions["model"],
         "default_functions": functions["default"],
@@ -154,90 +170,6 @@ def compile_and_check(
         "max_rel_error": worst,
         "output_check": "allclose(rtol=1e-3, atol=1e-4*max|torch|)",
     }
-
-
-def compile_network(
-    definition: Any,
-    target: Any,
-    db_dir: Path,
-    *,
-    chosen: Mapping[str, Any] | None = None,
-    use_default: set[str] | frozenset[str] = frozenset(),
-) -> tuple[Any, dict[str, Any], Any]:
-    """The network built with the best records of ``db_dir`` (see :func:`compile_and_check` for
-    ``chosen`` and ``use_default``), unchecked: ``(executable, functions by how they were
-    scheduled, the Relax module the tasks come from)``."""
-    import tvm.s_tir.meta_schedule as ms
-
-    with quiet_tvm_warnings():
-        mod = prepare_for_tuning(import_network(definition), target)
-        executable, functions = _compile_with_database(
-            mod, target, ms.database.JSONDatabase(work_dir=str(db_dir)), chosen or {}, use_default
-        )
-    return executable, functions, mod
-
-
-def _compile_with_database(
-    mod: Any,
-    target: Any,
-    database: Any,
-    chosen: Mapping[str, Any],
-    use_default: set[str] | frozenset[str] = frozenset(),
-) -> tuple[Any, dict[str, Any]]:
-    """``MetaScheduleApplyDatabase`` on the module the tasks were extracted from, the
-    ``chosen`` schedules for functions it did not schedule (``model``), default
-    schedules (:mod:`tcl.measurement.default_schedule`) for every function it left unscheduled, then TVM's
-    lowering, via ``tvm.compile``; also which functions got a tuned schedule (``tuned``), which
-    a default one (``default``: name → rule) and which none (``unscheduled``). Not
-    ``ms.relax_integration.compile_relax``: it runs
-    LegalizeOps/FuseOps/FuseTIR again, which on our already fused module re-fuses the
-    functions (measured on bert-tiny: none of the 8 tuned matmul/norm tasks was then found
-    in the database, and the network ran ~50x slower than the sum of its tuned kernels)."""
-    import tvm
-    from tvm import relax
-
-    T = relax.transform
-    # after applying the database: what compile_relax runs after fusion on CPU targets (TVM 0.27 has no CPU entry in
-    # relax.pipeline.dataflow_lower_passes / finalize_passes)
-    passes = [
-        T.RewriteDataflowReshape(),
-        T.ToNonDataflow(),
-        T.RemovePurityChecking(),
-        T.CallTIRRewrite(),
-        T.StaticPlanBlockMemory(),
-        T.LowerAllocTensor(),
-        T.KillAfterLastUse(),
-        T.LowerRuntimeBuiltin(),
-        T.ComputePrimValue(),
-        T.VMShapeLower(),
-        T.AttachGlobalSymbol(),
-    ]
-
-    functions: dict[str, Any] = {}
-
-    @tvm.transform.module_pass(opt_level=3)
-    def pipeline(mod: Any, _ctx: Any) -> Any:
-        unscheduled = {gv.name_hint: f for gv, f in mod.functions.items() if gv.name_hint in use_default}
-        mod = T.MetaScheduleApplyDatabase()(mod)
-        for gv in list(mod.get_global_vars()):
-            if gv.name_hint in unscheduled:
-                mod[gv] = unscheduled[gv.name_hint]
-        functions["tuned"] = sorted(
-            gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc) and is_scheduled(f)
-        )
-        functions["model"] = []
-        for gv, func in list(mod.functions_items()):
-            if gv.name_hint in chosen and isinstance(func, tvm.tirx.PrimFunc) and not is_scheduled(func):
-                mod[gv] = _in_place_of(chosen[gv.name_hint], func)
-                functions["model"].append(gv.name_hint)
-        mod, functions["default"] = apply_defaults(mod, target)
-        functions["unscheduled"] = sorted(
-            gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc) and not is_scheduled(f)
-        )
-        return tvm.transform.Sequential(passes)(mod)
-
-    with target, database, tvm.transform.PassContext(opt_level=3):
-        return tvm.compile(mod, target=target, relax_pipeline=pipeline), functions
 
 
 def export_library(executable: Any, path: Path) -> None:
@@ -257,13 +189,6 @@ def check_export_path(path: Path) -> Path:
     if not path.parent.is_dir():
         raise TclError(f"--export {path}: no such folder {path.parent}")
     return path
-
-
-def _in_place_of(scheduled: Any, func: Any) -> Any:
-    """``scheduled`` (a task's PrimFunc, named ``main``) under ``func``'s attributes, marked scheduled."""
-    for key, value in func.attrs.items():
-        scheduled = scheduled.with_attr(key, value)
-    return scheduled.with_attr("tirx.is_scheduled", True)
 
 
 def time_torch_compiled(definition: Any, threads: int, repeats: int = 20) -> dict[str, Any]:

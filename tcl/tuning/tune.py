@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from tcl.api import discovery
+from tcl.api import defaults, discovery
 from tcl.api.errors import TclError
 from tcl.api.measure import set_tvm_threads
 from tcl.api.profiles import HardwareProfile, get_profile
@@ -176,16 +176,21 @@ def tune_network(
     plot: bool = True,
     export: str | Path | None = None,
     torch_compile: bool = False,
+    race: int = defaults.RACE_RECORDS,
 ) -> dict[str, Any]:
     """Tune ``network`` for ``trials`` measured candidates in total (records already in
     ``out_dir`` count), compile, check against torch, time; return the JSON-able result
     (also written to ``out_dir/tune_result.json``). ``population`` is the evolutionary
     search's (MetaSchedule's default 512; smaller rounds are faster and search less).
     ``torch_compile`` also times the network under torch.compile (inductor) beside torch eager.
+    ``race``: how many of each task's best records race inside the compiled network (1: none;
+    :mod:`tcl.tuning.race`).
     See the module doc."""
 
     report = report or (lambda line: print(line, file=sys.stderr, flush=True))
     export = None if export is None else check_export_path(export)
+    if race < 1:
+        raise TclError(f"--race must be >= 1 (1: compile each task's best record as it is), got {race}")
     if trials < 0:
         raise TclError(f"--trials must be >= 0 (0: every schedule chosen by the cost model alone), got {trials}")
     prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)
@@ -279,6 +284,7 @@ def tune_network(
         chosen=chosen,
         use_default=use_default,
         export=export,
+        race=race,
     )
     if check["tvm_threads"] < prof.runtime_threads:
         report(

@@ -1,0 +1,159 @@
+"""Racing each task's best few records inside the compiled network.
+
+Every candidate is timed alone, in a hot loop; inside the network its inputs come from the
+kernel before it and its caches hold that kernel's data, and schedules differ in how much
+that costs them. The record fastest alone is then not always the fastest in place. A race
+compiles the network once per rank r < k with each task's r-th best record, times every
+function inside the running network (Relax VM instrumentation), keeps for each task the record
+whose functions took least, and keeps the network built from those picks only when it beats
+the one built from the best records end to end.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any, Mapping
+
+import numpy as np
+
+from tcl.tuning.build import compile_prepared
+
+#: Timed network runs per compile; bert-tiny takes about a millisecond a run.
+RACE_RUNS = 50
+
+
+def function_seconds(
+    vm: Any, inputs: list[Any], runs: int
+) -> tuple[dict[str, list[float]], collections.Counter[str], float]:
+    """Seconds each compiled function spent per network run, one entry per run
+    (``{function name: [seconds of run 1, ...]}``), its calls per run and the mean seconds of an
+    instrumented run. The instrument's Python callbacks add a few microseconds per call to
+    every function alike."""
+    started = [0.0]
+    current: collections.Counter[str] = collections.Counter()
+    calls: collections.Counter[str] = collections.Counter()
+
+    def instrument(_func: Any, name: str, before: bool, _ret: Any, *_args: Any) -> int:
+        if before:
+            started[0] = time.perf_counter()
+        else:
+            current[name] += time.perf_counter() - started[0]
+            calls[name] += 1
+        return 0
+
+    vm.set_instrument(instrument)
+    try:
+        for _ in range(3):  # warm-up
+            vm["main"](*inputs)
+        per_run: dict[str, list[float]] = collections.defaultdict(list)
+        calls.clear()
+        start = time.perf_counter()
+        for _ in range(runs):
+            current.clear()
+            vm["main"](*inputs)
+            for name, seconds in current.items():
+                per_run[name].append(seconds)
+        seconds = (time.perf_counter() - start) / runs
+        return dict(per_run), collections.Counter({name: n // runs for name, n in calls.items()}), seconds
+    finally:
+        vm.set_instrument(None)
+
+
+def network_seconds(vm: Any, device: Any, inputs: list[Any], repeats: int) -> float:
+    """Median seconds per end-to-end run over ``repeats`` timings of 5 back-to-back runs."""
+    timer = vm.time_evaluator("main", device, number=5, repeat=repeats, min_repeat_ms=0)
+    return float(np.median(timer(*inputs).results))
+
+
+def race_records(
+    mod: Any,
+    target: Any,
+    database: Any,
+    inputs: list[Any],
+    k: int,
+    *,
+    chosen: Mapping[str, Any] | None = None,
+    use_default: set[str] | frozenset[str] = frozenset(),
+    runs: int = RACE_RUNS,
+) -> tuple[Any, dict[str, Any]]:
+    """Race the ``k`` best records of every task of ``database`` inside the network ``mod``
+    (prepared as for tuning; ``chosen`` and ``use_default`` as in
+    :func:`tcl.tuning.compile.compile_and_check`, the same in every compile) and return the
+    database to compile with (``database`` itself when racing did not pay) and what happened."""
+    import tvm
+    import tvm.s_tir.meta_schedule as ms
+    import tvm_ffi
+    from tvm import relax
+    from tvm.s_tir.meta_schedule.tune_context import _normalize_mod
+
+    start = time.perf_counter()
+    device = tvm.cpu()
+    tops: dict[int, list[Any]] = {}  # workload (structural hash) -> its best records, fastest first
+    functions_of: dict[int, list[str]] = collections.defaultdict(list)
+    for gv, func in mod.functions_items():
+        if not isinstance(func, tvm.tirx.PrimFunc) or gv.name_hint in use_default:
+            continue
+        best = database.query_tuning_record(_normalize_mod(func), target, gv.name_hint)
+        if best is None:
+            continue
+        key = tvm_ffi.structural_hash(best.workload.mod)
+        functions_of[key].append(gv.name_hint)
+        if key not in tops:
+            tops[key] = [r for r in database.get_top_k(best.workload, k) if r.run_secs]
+    rounds = max((len(records) for records in tops.values()), default=0)
+
+    def database_of(rank_of: Mapping[int, int]) -> Any:
+        picked = ms.database.MemoryDatabase()
+        for key, records in tops.items():
+            record = records[min(rank_of.get(key, 0), len(records) - 1)]
+            workload = picked.commit_workload(record.workload.mod)
+            picked.commit_tuning_record(
+                ms.database.TuningRecord(record.trace, workload, record.run_secs, record.target, record.args_info)
+            )
+        return picked
+
+    def run(picked: Any) -> Any:
+        executable, _ = compile_prepared(mod, target, picked, chosen or {}, use_default)
+        return relax.VirtualMachine(executable, device)
+
+    seconds: dict[int, list[float]] = collections.defaultdict(list)  # workload -> median seconds per run, by rank
+    networks = {}
+    for rank in range(rounds):
+        vm = run(database_of({key: rank for key in tops}))
+        if rank == 0:
+            networks["best_records"] = vm
+        per_function, _, _ = function_seconds(vm, inputs, runs)
+        for key, names in functions_of.items():
+            if rank < len(tops[key]):
+                per_run = np.sum([per_function.get(name, [0.0] * runs) for name in names], axis=0)
+                seconds[key].append(float(np.median(per_run)))
+    rank_of = {key: int(np.argmin(times)) for key, times in seconds.items()}
+    changed = sum(rank > 0 for rank in rank_of.values())
+    report: dict[str, Any] = {
+        "k": k,
+        "tasks": len(tops),
+        "changed_tasks": changed,
+        "by_task": [
+            {"functions": sorted(functions_of[key]), "seconds_by_rank": times, "pick": rank_of[key]}
+            for key, times in seconds.items()
+        ],
+    }
+    if not changed:
+        report.update(kept=False, race_s=time.perf_counter() - start)
+        return database, report
+    raced = database_of(rank_of)
+    networks["raced"] = run(raced)
+    totals: dict[str, list[float]] = {name: [] for name in networks}
+    for _ in range(5):  # interleaved: the machine's drift hits both alike
+        for name, vm in networks.items():
+            totals[name].append(network_seconds(vm, device, inputs, 10))
+    best_s, raced_s = (float(np.median(totals[name])) for name in ("best_records", "raced"))
+    kept = raced_s < best_s
+    report.update(
+        best_records_s=best_s,
+        raced_s=raced_s,
+        kept=kept,
+        race_s=time.perf_counter() - start,
+    )
+    return (raced if kept else database), report
