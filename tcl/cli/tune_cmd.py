@@ -140,6 +140,7 @@ def run_tune(args: argparse.Namespace) -> int:
             "latency_vs_baseline": "e2e vs base",
             "cost_model_s": "model s",
             "rounds_under_load": "loaded rounds",
+            "race_gain": "race gain",
         }
         print_table(
             f"{summary['network']} on {summary['profile']}, {summary['trials']} trials; baseline {summary['baseline']}",
@@ -149,7 +150,8 @@ def run_tune(args: argparse.Namespace) -> int:
         print(
             "est: sum of task weight x best task latency; s/trials to base: to reach the baseline's final est; "
             "speedup: baseline's time to its best / ours; e2e vs base: baseline e2e / ours; model s: of tune s, "
-            "in the cost model's predict and update; loaded rounds: measured while other processes took the CPU"
+            "in the cost model's predict and update; loaded rounds: measured while other processes took the CPU; "
+            "race gain: network with the best records / with the raced picks (1: best records kept)"
         )
         if args.torch_compile:
             print(torch_compile_line(summary.get("torch_compile_ms"), summary.get("torch_compile_error")))

@@ -107,6 +107,7 @@ def compare(
                 "trials_to_baseline_best": n,
                 "search_speedup": (base_time / t) if (t and base_time) else None,
                 "latency_vs_baseline": base["latency_s"] / r["latency_s"],
+                "race_gain": _race_gain(r["race"]),
                 "seconds_to_best_of": to_each,
                 "cost_model_s": model_seconds(r["cost_model_stats"]),
                 "rounds_under_load": r["rounds_under_load"],
@@ -134,3 +135,11 @@ def baseline_index(baseline: str | None, methods: Sequence[str], labels: Sequenc
 
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1e3
+
+
+def _race_gain(race: Mapping[str, Any] | None) -> float | None:
+    """How much faster the network the race kept ran than the one of the best records, timed
+    side by side in the race (1.0: the best records were kept; None: no race)."""
+    if race is None:
+        return None
+    return race["best_records_s"] / race["raced_s"] if race["kept"] else 1.0
