@@ -13,7 +13,9 @@ the figures are not an idle machine's, measure again).
 
 ``--side engine`` is the ``local`` backend's measuring engine (tcl.measurement.local_engine);
 ``--side metaschedule`` is MetaSchedule's builder and ``LocalRunner`` with the same settings.
-``--min-repeat-ms``, ``--repeat`` and ``--number`` override the profile's ``[measure]``.
+``--min-repeat-ms``, ``--repeat`` and ``--number`` override the profile's ``[measure]``;
+``--networks`` keeps only the tasks of some networks (e.g. the held-out test networks of
+data/dataset).
 """
 
 from __future__ import annotations
@@ -39,13 +41,17 @@ def log(msg: str) -> None:
     print(f"[repeatability] {msg}", file=sys.stderr, flush=True)
 
 
-def pick(data: Path, profile: str, tasks: int, programs: int, seed: int) -> list[tuple[object, list[object]]]:
-    """``tasks`` tasks (round-robin over networks, in record order) with ``programs`` measured
-    programs each, drawn at random."""
+def pick(
+    data: Path, profile: str, tasks: int, programs: int, seed: int, networks: set[str] | None = None
+) -> list[tuple[object, list[object]]]:
+    """``tasks`` tasks (round-robin over networks, in record order; only tasks of ``networks``
+    when given) with ``programs`` measured programs each, drawn at random."""
     records = load_records(data, profile=profile)
     by_network: dict[str, list[tuple[object, list[object]]]] = {}
     for task, progs in records:
         ok = [p for p in progs if p.ok]
+        if networks and not networks.intersection(task.networks):
+            continue
         if len(ok) >= programs and task.mod_b64:
             by_network.setdefault(task.networks[0] if task.networks else "?", []).append((task, ok))
     rng = random.Random(seed)
@@ -95,6 +101,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("data/idle"))
     ap.add_argument("--profile", default="x86-avx2")
     ap.add_argument("--side", choices=["engine", "metaschedule"], default="engine")
+    ap.add_argument("--networks", help="comma-separated: only tasks of these networks")
     ap.add_argument("--tasks", type=int, default=10)
     ap.add_argument("--programs", type=int, default=48)
     ap.add_argument("--batch", type=int, default=16)
@@ -119,7 +126,13 @@ def main() -> None:
         profile = attrs.evolve(
             profile, backend_options={**profile.backend_options, "retime_spread": args.retime_spread}
         )
-    chosen = pick(args.data, args.profile, args.tasks, args.programs, args.seed)
+    networks = set(args.networks.split(",")) if args.networks else None
+    chosen = pick(args.data, args.profile, args.tasks, args.programs, args.seed, networks)
+    if not chosen:
+        sys.exit(
+            f"no task in {args.data} has {args.programs} measured programs"
+            + (f" in {args.networks}" if networks else "")
+        )
     total = sum(len(p) for _, p in chosen)
     log(f"{len(chosen)} tasks, {total} programs, side {args.side}, {attrs.asdict(profile.measure)}")
     measure, close = measurer(args.side, profile)
