@@ -3,9 +3,9 @@ function's time inside the network (Relax VM instrumentation) beside its time al
 loop on random inputs. End to end minus the kernels alone is what running them inside the
 network costs: cold caches between kernels and the VM's own work (allocations, calls).
 
-    python benchmarks/bench_network_profile.py --network bert-tiny --records RUN/records [--profile native]
+    python benchmarks/bench_network_profile.py --network bert-tiny --records DIR [--profile native]
 
-``--records`` is a tuning record directory (``tcl tune --out DIR`` writes ``DIR/records``); the
+``--records`` is a tuning record directory (what ``tcl tune --out DIR`` wrote there); the
 network is compiled from it as ``tcl tune`` compiles it, without a model's picks for untuned
 tasks (those get default schedules). The instrumentation's Python callbacks cost a few
 microseconds per call, which the in-network times include (``instrumented_run_ms`` against

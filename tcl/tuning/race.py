@@ -4,9 +4,9 @@ Every candidate is timed alone, in a hot loop; inside the network its inputs com
 kernel before it and its caches hold that kernel's data, and schedules differ in how much
 that costs them. The record fastest alone is then not always the fastest in place. A race
 compiles the network once per rank r < k with each task's r-th best record, times every
-function inside the running network (Relax VM instrumentation), keeps for each task the record
-whose functions took least, and keeps the network built from those picks only when it beats
-the one built from the best records end to end.
+function inside the running networks (Relax VM instrumentation; the compiles take turns, in
+blocks), keeps for each task the record whose functions took least, and keeps the network
+built from those picks only when it beats the one built from the best records end to end.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from tcl.tuning.build import compile_prepared
 
 #: Timed network runs per compile; bert-tiny takes about a millisecond a run.
 RACE_RUNS = 50
+#: Blocks the runs are split into, the compiles taking turns in each.
+RACE_BLOCKS = 5
 
 
 def function_seconds(
@@ -117,17 +119,20 @@ def race_records(
         executable, _ = compile_prepared(mod, target, picked, chosen or {}, use_default)
         return relax.VirtualMachine(executable, device)
 
-    seconds: dict[int, list[float]] = collections.defaultdict(list)  # workload -> median seconds per run, by rank
-    networks = {}
-    for rank in range(rounds):
-        vm = run(database_of({key: rank for key in tops}))
-        if rank == 0:
-            networks["best_records"] = vm
-        per_function, _, _ = function_seconds(vm, inputs, runs)
-        for key, names in functions_of.items():
-            if rank < len(tops[key]):
-                per_run = np.sum([per_function.get(name, [0.0] * runs) for name in names], axis=0)
-                seconds[key].append(float(np.median(per_run)))
+    vms = [run(database_of({key: rank for key in tops})) for rank in range(rounds)]
+    networks = {"best_records": vms[0]} if vms else {}
+    # by workload and rank, the median seconds per run of each block; the ranks take turns in
+    # every block, so a phase of the machine (docs/tuning.md) falls on all of them alike
+    blocks: dict[int, list[list[float]]] = {key: [[] for _ in records] for key, records in tops.items()}
+    per_block = max(1, runs // RACE_BLOCKS)
+    for _ in range(RACE_BLOCKS):
+        for rank, vm in enumerate(vms):
+            per_function, _, _ = function_seconds(vm, inputs, per_block)
+            for key, names in functions_of.items():
+                if rank < len(tops[key]):
+                    per_run = np.sum([per_function.get(name, [0.0] * per_block) for name in names], axis=0)
+                    blocks[key][rank].append(float(np.median(per_run)))
+    seconds = {key: [float(np.median(times)) for times in by_rank] for key, by_rank in blocks.items()}
     rank_of = {key: int(np.argmin(times)) for key, times in seconds.items()}
     changed = sum(rank > 0 for rank in rank_of.values())
     report: dict[str, Any] = {
