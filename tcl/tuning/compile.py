@@ -134,7 +134,9 @@ def compile_and_check(
     raced = None
     if race > 1:
         with quiet_tvm_warnings():
-            database, raced = race_records(mod, target, database, inputs, race, chosen=chosen, use_default=use_default)
+            database, raced = race_records(
+                mod, target, database, inputs, race, chosen=chosen, use_default=use_default, compiled=vm
+            )
             if raced["kept"]:
                 executable, functions = compile_prepared(mod, target, database, chosen, use_default)
                 vm = relax.VirtualMachine(executable, dev)

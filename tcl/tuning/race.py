@@ -78,11 +78,13 @@ def race_records(
     chosen: Mapping[str, Any] | None = None,
     use_default: set[str] | frozenset[str] = frozenset(),
     runs: int = RACE_RUNS,
+    compiled: Any = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Race the ``k`` best records of every task of ``database`` inside the network ``mod``
     (prepared as for tuning; ``chosen`` and ``use_default`` as in
     :func:`tcl.tuning.compile.compile_and_check`, the same in every compile) and return the
-    database to compile with (``database`` itself when racing did not pay) and what happened."""
+    database to compile with (``database`` itself when racing did not pay) and what happened.
+    ``compiled``: a VM of the network already built from ``database``, to save compiling it again."""
     import tvm
     import tvm.s_tir.meta_schedule as ms
     import tvm_ffi
@@ -119,7 +121,10 @@ def race_records(
         executable, _ = compile_prepared(mod, target, picked, chosen or {}, use_default)
         return relax.VirtualMachine(executable, device)
 
-    vms = [run(database_of({key: rank for key in tops})) for rank in range(rounds)]
+    vms = [
+        compiled if rank == 0 and compiled is not None else run(database_of({key: rank for key in tops}))
+        for rank in range(rounds)
+    ]
     networks = {"best_records": vms[0]} if vms else {}
     # by workload and rank, the median seconds per run of each block; the ranks take turns in
     # every block, so a phase of the machine (docs/tuning.md) falls on all of them alike
