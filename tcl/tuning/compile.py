@@ -220,9 +220,9 @@ def _time_side_by_side(
 ) -> tuple[float, dict[int, float]]:
     """The compiled network's and torch eager's seconds per call, timed in
     :data:`TIMING_BLOCKS` alternating blocks of about ``repeats / TIMING_BLOCKS`` repeats each,
-    median over the blocks. This VM runs in fast and slow phases of seconds each (mobilenet-v2:
-    7.2 ms and 11 ms for the same network, every instance of it at once, nothing else
-    running), so timing one side after the other can put them in different phases."""
+    median over the blocks. A VM can run in fast and slow phases of seconds each with nothing
+    else running (benchmarks/bench_timing_phases.py: 1.58x between phases on ours), so timing
+    one side after the other can put them in different phases."""
     import torch
 
     per_block = max(3, -(-repeats // TIMING_BLOCKS))
