@@ -51,9 +51,8 @@ def main() -> None:
     from tcl.api.measure import set_tvm_threads
     from tcl.api.profiles import get_profile
     from tcl.tuning.build import compile_network
-    from tcl.tuning.compile import median_call_s
     from tcl.tuning.methods import resolve_network
-    from tcl.tuning.race import function_seconds, network_seconds
+    from tcl.tuning.timing import function_seconds, median_call_s, network_seconds
 
     profile = get_profile(args.profile)
     threads = set_tvm_threads(int(profile.runtime_threads))

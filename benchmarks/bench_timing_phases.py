@@ -38,7 +38,7 @@ def main() -> None:
     from tcl.api.profiles import get_profile
     from tcl.tuning.build import compile_network
     from tcl.tuning.methods import resolve_network
-    from tcl.tuning.race import network_seconds
+    from tcl.tuning.timing import network_seconds
 
     profile = get_profile(args.profile)
     threads = set_tvm_threads(int(profile.runtime_threads))

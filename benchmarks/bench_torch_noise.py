@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from tcl.learning.training import torch_threads
-from tcl.tuning.compile import median_call_s
 from tcl.tuning.methods import resolve_network
+from tcl.tuning.timing import median_call_s
 
 
 def main() -> None:

@@ -229,6 +229,10 @@ def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_
             "baseline 'mlp' is not one of the compared methods (xgb, random)",
         ),
         (
+            '[experiment]\nkind = "tuning"\nprofiles = ["x86-avx2"]\n[tuning]\nrace = 0\n',
+            "[tuning] race must be at least 1 (1: each task's best record as it is), got 0",
+        ),
+        (
             SAMPLING.replace("SAMPLERS", '["rdu", "rdx"]'),
             "unknown sampler 'rdx'; choices: all, random, rdu, rdu-d, rdu-r, rdu-u",
         ),

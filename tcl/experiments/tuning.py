@@ -59,6 +59,8 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
     tun = cfg["tuning"]
     if not tun["methods"] or tun["trials"] < 1:
         raise TclError("[tuning] methods must not be empty and trials must be at least 1")
+    if tun["race"] < 1:
+        raise TclError(f"[tuning] race must be at least 1 (1: each task's best record as it is), got {tun['race']}")
     network, is_file = _network(cfg)
     if not is_file:
         plugin(registry, cfg, "networks", network)

@@ -4,11 +4,10 @@ schedule), the network built with Relax, its output checked against torch and bo
 
 from __future__ import annotations
 
-import collections
 import math
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -20,7 +19,8 @@ from tcl.records.tvm_log import quiet_tvm_warnings
 from tcl.tuning.build import compile_prepared, prepared_network
 from tcl.tuning.contexts import tune_contexts
 from tcl.tuning.curve import finite_or_none
-from tcl.tuning.race import network_seconds, race_records
+from tcl.tuning.race import race_records
+from tcl.tuning.timing import in_turns, median_call_s, network_seconds
 
 CHOICE_POPULATION = 64
 #: Alternating blocks in which the compiled network and torch eager are timed.
@@ -131,15 +131,15 @@ def compile_and_check(
     tvm_threads = set_tvm_threads(int(threads))
     vm = relax.VirtualMachine(executable, dev)
     inputs = [tvm.runtime.tensor(x.numpy(), dev) for x in definition.example_inputs]
-    raced = None
+    raced = built = None
     if race > 1:
         with quiet_tvm_warnings():
-            database, raced = race_records(
+            _, raced, built = race_records(
                 mod, target, database, inputs, race, chosen=chosen, use_default=use_default, compiled=vm
             )
-            if raced["kept"]:
-                executable, functions = compile_prepared(mod, target, database, chosen, use_default)
-                vm = relax.VirtualMachine(executable, dev)
+        if built is not None:
+            executable, functions = built
+            vm = relax.VirtualMachine(executable, dev)
     got = _leaves(vm["main"](*inputs))
     if len(got) != len(want):
         raise TclError(f"compiled network returns {len(got)} outputs, torch {len(want)}")
@@ -196,10 +196,10 @@ def check_export_path(path: Path) -> Path:
 
 
 def time_torch_compiled(definition: Any, threads: int, repeats: int = 20) -> dict[str, Any]:
-    """The network under ``torch.compile`` (inductor), timed like torch eager in
-    :func:`compile_and_check`: the peer a torch user would deploy. A failure to compile (no C++
-    compiler, an unsupported operator) is reported in the result, not raised: it comes after
-    the tuning, which must not be lost to it."""
+    """The network under ``torch.compile`` (inductor), timed on its own (``repeats`` timings with
+    the profile's threads and with one, the faster kept): the peer a torch user would deploy.
+    A failure to compile (no C++ compiler, an unsupported operator) is reported in the result,
+    not raised: it comes after the tuning, which must not be lost to it."""
     import torch
 
     start = time.perf_counter()
@@ -218,25 +218,26 @@ def time_torch_compiled(definition: Any, threads: int, repeats: int = 20) -> dic
 def _time_side_by_side(
     vm: Any, device: Any, inputs: list[Any], definition: Any, threads: int, repeats: int
 ) -> tuple[float, dict[int, float]]:
-    """The compiled network's and torch eager's seconds per call, timed in
-    :data:`TIMING_BLOCKS` alternating blocks of about ``repeats / TIMING_BLOCKS`` repeats each,
-    median over the blocks. A VM can run in fast and slow phases of seconds each with nothing
-    else running (benchmarks/bench_timing_phases.py: 1.58x between phases on ours), so timing
-    one side after the other can put them in different phases."""
+    """The compiled network's and torch eager's seconds per call (torch with the profile's
+    threads and with one), timed in turns (:func:`~tcl.tuning.timing.in_turns`) in
+    :data:`TIMING_BLOCKS` blocks of about ``repeats / TIMING_BLOCKS`` repeats each: timing one
+    after the other can put them in different phases of the machine."""
     import torch
 
     per_block = max(3, -(-repeats // TIMING_BLOCKS))
-    tvm_blocks, torch_blocks = [], collections.defaultdict(list)
-    for _ in range(TIMING_BLOCKS):
-        with torch.no_grad():
-            for n, seconds in _time_torch_threads(
-                definition.module, definition.example_inputs, threads, per_block
-            ).items():
-                torch_blocks[n].append(seconds)
-        time.sleep(0.2)  # torch's OpenMP workers go to sleep before TVM runs (and TVM's after it)
-        tvm_blocks.append(network_seconds(vm, device, inputs, per_block))
-        time.sleep(0.2)
-    return float(np.median(tvm_blocks)), {n: float(np.median(b)) for n, b in torch_blocks.items()}
+
+    def torch_side(n: int) -> Callable[[], float]:
+        def timing() -> float:
+            with torch.no_grad(), torch_threads(n):
+                return median_call_s(definition.module, definition.example_inputs, per_block)
+
+        return timing
+
+    sides: dict[Any, Callable[[], float]] = {n: torch_side(n) for n in sorted({1, int(threads)})}
+    sides["tvm"] = lambda: network_seconds(vm, device, inputs, per_block)
+    # the pause lets torch's OpenMP workers go to sleep before TVM runs (and TVM's after it)
+    times = in_turns(sides, TIMING_BLOCKS, pause_s=0.2)
+    return times.pop("tvm"), times
 
 
 def _time_torch_threads(module: Any, inputs: Sequence[Any], threads: int, repeats: int) -> dict[int, float]:
@@ -247,17 +248,3 @@ def _time_torch_threads(module: Any, inputs: Sequence[Any], threads: int, repeat
         with torch_threads(n):
             times[n] = median_call_s(module, inputs, repeats)
     return times
-
-
-def median_call_s(function: Any, inputs: Sequence[Any], repeats: int, number: int = 5) -> float:
-    """Median over ``repeats`` of the seconds per call of ``number`` back-to-back calls, after
-    three warm-up calls: a torch module or a compiled function in a hot loop."""
-    for _ in range(3):
-        function(*inputs)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            function(*inputs)
-        times.append((time.perf_counter() - t0) / number)
-    return float(np.median(times))

@@ -18,54 +18,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from tcl.tuning.build import compile_prepared
+from tcl.tuning.timing import function_seconds, in_turns, network_seconds
 
 #: Timed network runs per compile; bert-tiny takes about a millisecond a run.
 RACE_RUNS = 50
 #: Blocks the runs are split into, the compiles taking turns in each.
 RACE_BLOCKS = 5
-
-
-def function_seconds(
-    vm: Any, inputs: list[Any], runs: int
-) -> tuple[dict[str, list[float]], collections.Counter[str], float]:
-    """Seconds each compiled function spent per network run, one entry per run
-    (``{function name: [seconds of run 1, ...]}``), its calls per run and the mean seconds of an
-    instrumented run. The instrument's Python callbacks add a few microseconds per call to
-    every function alike."""
-    started = [0.0]
-    current: collections.Counter[str] = collections.Counter()
-    calls: collections.Counter[str] = collections.Counter()
-
-    def instrument(_func: Any, name: str, before: bool, _ret: Any, *_args: Any) -> int:
-        if before:
-            started[0] = time.perf_counter()
-        else:
-            current[name] += time.perf_counter() - started[0]
-            calls[name] += 1
-        return 0
-
-    vm.set_instrument(instrument)
-    try:
-        for _ in range(3):  # warm-up
-            vm["main"](*inputs)
-        per_run: dict[str, list[float]] = collections.defaultdict(list)
-        calls.clear()
-        start = time.perf_counter()
-        for _ in range(runs):
-            current.clear()
-            vm["main"](*inputs)
-            for name, seconds in current.items():
-                per_run[name].append(seconds)
-        seconds = (time.perf_counter() - start) / runs
-        return dict(per_run), collections.Counter({name: n // runs for name, n in calls.items()}), seconds
-    finally:
-        vm.set_instrument(None)
-
-
-def network_seconds(vm: Any, device: Any, inputs: list[Any], repeats: int) -> float:
-    """Median seconds per end-to-end run over ``repeats`` timings of 5 back-to-back runs."""
-    timer = vm.time_evaluator("main", device, number=5, repeat=repeats, min_repeat_ms=0)
-    return float(np.median(timer(*inputs).results))
 
 
 def race_records(
@@ -79,12 +37,14 @@ def race_records(
     use_default: set[str] | frozenset[str] = frozenset(),
     runs: int = RACE_RUNS,
     compiled: Any = None,
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, dict[str, Any], tuple[Any, dict[str, list[str]]] | None]:
     """Race the ``k`` best records of every task of ``database`` inside the network ``mod``
     (prepared as for tuning; ``chosen`` and ``use_default`` as in
     :func:`tcl.tuning.compile.compile_and_check`, the same in every compile) and return the
-    database to compile with (``database`` itself when racing did not pay) and what happened.
-    ``compiled``: a VM of the network already built from ``database``, to save compiling it again."""
+    database to compile with (``database`` itself when racing did not pay), what happened and,
+    when the picks are kept, their network as :func:`~tcl.tuning.build.compile_prepared` built
+    it (so it is not built again). ``compiled``: a VM of the network already built from
+    ``database``, to save compiling it again."""
     import tvm
     import tvm.s_tir.meta_schedule as ms
     import tvm_ffi
@@ -118,8 +78,7 @@ def race_records(
         return picked
 
     def run(picked: Any) -> Any:
-        executable, _ = compile_prepared(mod, target, picked, chosen or {}, use_default)
-        return relax.VirtualMachine(executable, device)
+        return relax.VirtualMachine(compile_prepared(mod, target, picked, chosen or {}, use_default)[0], device)
 
     vms = [
         compiled if rank == 0 and compiled is not None else run(database_of({key: rank for key in tops}))
@@ -151,14 +110,15 @@ def race_records(
     }
     if not changed:
         report.update(kept=False, race_s=time.perf_counter() - start)
-        return database, report
+        return database, report, None
     raced = database_of(rank_of)
-    networks["raced"] = run(raced)
-    totals: dict[str, list[float]] = {name: [] for name in networks}
-    for _ in range(5):  # interleaved: the machine's drift hits both alike
-        for name, vm in networks.items():
-            totals[name].append(network_seconds(vm, device, inputs, 10))
-    best_s, raced_s = (float(np.median(totals[name])) for name in ("best_records", "raced"))
+    built = compile_prepared(mod, target, raced, chosen or {}, use_default)
+    networks["raced"] = relax.VirtualMachine(built[0], device)
+    totals = in_turns(
+        {name: lambda vm=vm: network_seconds(vm, device, inputs, 10) for name, vm in networks.items()},
+        RACE_BLOCKS,
+    )
+    best_s, raced_s = totals["best_records"], totals["raced"]
     kept = raced_s < best_s
     report.update(
         best_records_s=best_s,
@@ -166,4 +126,4 @@ def race_records(
         kept=kept,
         race_s=time.perf_counter() - start,
     )
-    return (raced if kept else database), report
+    return (raced, report, built) if kept else (database, report, None)
