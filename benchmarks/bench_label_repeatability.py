@@ -15,7 +15,14 @@ the figures are not an idle machine's, measure again).
 ``--side metaschedule`` is MetaSchedule's builder and ``LocalRunner`` with the same settings.
 ``--min-repeat-ms``, ``--repeat`` and ``--number`` override the profile's ``[measure]``;
 ``--networks`` keeps only the tasks of some networks (e.g. the held-out test networks of
-data/dataset).
+data/dataset); ``--min-ms`` only tasks whose recorded programs take at least that long (median).
+
+``--vary number=3,1`` compares two settings side by side: four passes A, B, A, B (A, B: the
+setting with each value); it prints each setting's own repeatability (A vs A, B vs B), their
+agreement (the mean tau of the four A-B pairs: as high as the repeatability when B ranks
+programs as A does) and each setting's programs per second.
+
+    python benchmarks/bench_label_repeatability.py --data data/dataset --min-ms 20 --vary number=3,1
 """
 
 from __future__ import annotations
@@ -42,15 +49,24 @@ def log(msg: str) -> None:
 
 
 def pick(
-    data: Path, profile: str, tasks: int, programs: int, seed: int, networks: set[str] | None = None
+    data: Path,
+    profile: str,
+    tasks: int,
+    programs: int,
+    seed: int,
+    networks: set[str] | None = None,
+    min_ms: float = 0.0,
 ) -> list[tuple[object, list[object]]]:
     """``tasks`` tasks (round-robin over networks, in record order; only tasks of ``networks``
-    when given) with ``programs`` measured programs each, drawn at random."""
+    when given, and whose programs' median latency is at least ``min_ms``) with ``programs``
+    measured programs each, drawn at random."""
     records = load_records(data, profile=profile)
     by_network: dict[str, list[tuple[object, list[object]]]] = {}
     for task, progs in records:
         ok = [p for p in progs if p.ok]
         if networks and not networks.intersection(task.networks):
+            continue
+        if min_ms and (not ok or np.median([p.latency for p in ok]) * 1e3 < min_ms):
             continue
         if len(ok) >= programs and task.mod_b64:
             by_network.setdefault(task.networks[0] if task.networks else "?", []).append((task, ok))
@@ -96,12 +112,36 @@ def measure_all(measure, chosen, batch: int) -> tuple[list[np.ndarray], float, f
     return out, time.perf_counter() - start, worst
 
 
+def with_measure(profile, **changes):
+    """The profile with some ``[measure]`` settings changed."""
+    return attrs.evolve(profile, measure=attrs.evolve(profile.measure, **changes))
+
+
+def taus_between(chosen, a: list[np.ndarray], b: list[np.ndarray]) -> dict[str, float]:
+    """Per task, Kendall tau between two passes over the programs both timed."""
+    taus = {}
+    for (task, _), x, y in zip(chosen, a, b):
+        both = np.isfinite(x) & np.isfinite(y)
+        taus[task.name] = round(float(kendalltau(x[both], y[both]).statistic), 3)
+    return taus
+
+
+def summary(taus: dict[str, float]) -> dict[str, object]:
+    values = np.array(list(taus.values()))
+    return {
+        "median_kendall_tau": round(float(np.median(values)), 3),
+        "worst_kendall_tau": round(float(values.min()), 3),
+        "worst_task": min(taus, key=taus.get),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path("data/idle"))
     ap.add_argument("--profile", default="x86-avx2")
     ap.add_argument("--side", choices=["engine", "metaschedule"], default="engine")
     ap.add_argument("--networks", help="comma-separated: only tasks of these networks")
+    ap.add_argument("--min-ms", type=float, default=0.0, help="only tasks whose programs take this long (median)")
     ap.add_argument("--tasks", type=int, default=10)
     ap.add_argument("--programs", type=int, default=48)
     ap.add_argument("--batch", type=int, default=16)
@@ -109,6 +149,7 @@ def main() -> None:
     ap.add_argument("--number", type=int)
     ap.add_argument("--repeat", type=int)
     ap.add_argument("--min-repeat-ms", type=int)
+    ap.add_argument("--vary", help="SETTING=A,B: compare two values of number, repeat or min_repeat_ms side by side")
     ap.add_argument(
         "--retime-spread",
         type=float,
@@ -121,52 +162,69 @@ def main() -> None:
     changes = {
         k: v for k, v in (("number", args.number), ("repeat", args.repeat), ("min_repeat_ms", args.min_repeat_ms)) if v
     }
-    profile = attrs.evolve(profile, measure=attrs.evolve(profile.measure, **changes))
+    profile = with_measure(profile, **changes)
     if args.retime_spread:
         profile = attrs.evolve(
             profile, backend_options={**profile.backend_options, "retime_spread": args.retime_spread}
         )
+    settings = {"": profile}
+    if args.vary:
+        key, _, values = args.vary.partition("=")
+        if key not in ("number", "repeat", "min_repeat_ms") or len(values.split(",")) != 2:
+            sys.exit("--vary takes SETTING=A,B with SETTING one of number, repeat, min_repeat_ms")
+        settings = {f"{key}={v}": with_measure(profile, **{key: int(v)}) for v in values.split(",")}
     networks = set(args.networks.split(",")) if args.networks else None
-    chosen = pick(args.data, args.profile, args.tasks, args.programs, args.seed, networks)
+    chosen = pick(args.data, args.profile, args.tasks, args.programs, args.seed, networks, args.min_ms)
     if not chosen:
         sys.exit(
             f"no task in {args.data} has {args.programs} measured programs"
             + (f" in {args.networks}" if networks else "")
+            + (f" taking {args.min_ms} ms or more" if args.min_ms else "")
         )
     total = sum(len(p) for _, p in chosen)
     log(f"{len(chosen)} tasks, {total} programs, side {args.side}, {attrs.asdict(profile.measure)}")
-    measure, close = measurer(args.side, profile)
+    measurers = {name: measurer(args.side, prof) for name, prof in settings.items()}
+    passes: dict[str, list[list[np.ndarray]]] = {name: [] for name in settings}
+    seconds: dict[str, float] = {name: 0.0 for name in settings}
+    load = 0.0
     try:
-        measure(
-            chosen[0][0].module(), [trace_to_schedule(chosen[0][0].module(), chosen[0][1][0].trace)]
-        )  # start workers
-        first, t1, load1 = measure_all(measure, chosen, args.batch)
-        log(f"pass 1: {t1:.0f} s")
-        second, t2, load2 = measure_all(measure, chosen, args.batch)
-        log(f"pass 2: {t2:.0f} s")
+        for measure, _ in measurers.values():  # start the workers
+            measure(chosen[0][0].module(), [trace_to_schedule(chosen[0][0].module(), chosen[0][1][0].trace)])
+        for round_ in range(2):
+            for name, (measure, _) in measurers.items():
+                latencies, took, seen = measure_all(measure, chosen, args.batch)
+                passes[name].append(latencies)
+                seconds[name] += took
+                load = max(load, seen)
+                log(f"pass {round_ + 1} {name or 'as set'}: {took:.0f} s")
     finally:
-        close()
-    taus = {}
-    for (task, _), a, b in zip(chosen, first, second):
-        both = np.isfinite(a) & np.isfinite(b)
-        taus[task.name] = round(float(kendalltau(a[both], b[both]).statistic), 3)
-    values = np.array(list(taus.values()))
+        for _, close in measurers.values():
+            close()
+    figures: dict[str, object] = {}
+    for name in settings:
+        own = taus_between(chosen, *passes[name])
+        mine = {**summary(own), "programs_per_s": round(2 * total / seconds[name], 3), "per_task": own}
+        figures.update(mine if not args.vary else {name: mine})
+    if args.vary:
+        a, b = settings
+        pairs = [taus_between(chosen, x, y) for x in passes[a] for y in passes[b]]
+        between = {task: round(float(np.mean([p[task] for p in pairs])), 3) for task in pairs[0]}
+        figures["between"] = {**summary(between), "per_task": between}
+        figures["speedup"] = round(seconds[a] / seconds[b], 3)
     print(
         json.dumps(
             {
                 "bench": "label_repeatability",
                 "profile": args.profile,
                 "side": args.side,
+                "data": str(args.data),
                 "measure": {k: getattr(profile.measure, k) for k in ("number", "repeat", "min_repeat_ms")},
+                "vary": args.vary,
                 "retime_spread": args.retime_spread,
                 "tasks": len(chosen),
                 "programs": total,
-                "median_kendall_tau": round(float(np.median(values)), 3),
-                "worst_kendall_tau": round(float(values.min()), 3),
-                "worst_task": min(taus, key=taus.get),
-                "programs_per_s": round(2 * total / (t1 + t2), 2),
-                "other_cores_max": round(max(load1, load2), 2),
-                "per_task": taus,
+                **figures,
+                "other_cores_max": round(load, 2),
             }
         )
     )

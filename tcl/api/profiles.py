@@ -25,7 +25,7 @@ AUTO = "auto"
 
 _TOP_KEYS = {"name", "description", "backend", "runtime_threads", "target", "measure", "backend_options"}
 _MEASURE_DEFAULTS: dict[str, Any] = {
-    "number": 3,
+    "number": 1,  # TVM raises it until a repeat lasts min_repeat_ms
     "repeat": 3,
     "min_repeat_ms": 50,
     "build_timeout_s": 30.0,

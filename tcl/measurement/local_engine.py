@@ -111,7 +111,7 @@ class EngineSettings:
     group_size: int = 4
     build_timeout_s: float = 30.0
     run_timeout_s: float = 10.0
-    number: int = 3
+    number: int = 1
     repeat: int = 3
     min_repeat_ms: int = 20
     enable_cpu_cache_flush: bool = False
