@@ -60,6 +60,16 @@ def test_collect_then_resume_then_info(workload_dir, tmp_path):
     info = json.loads(run_tcl("dataset", "info", str(out), "--json").stdout)
     assert info["profiles"]["x86-avx2"]["tasks"] == 1
     assert info["profiles"]["x86-avx2"]["measured_ok"] == 6
+    assert info["profiles"]["x86-avx2"]["tasks_on_several_cpus"] == []
+    # the first run as if it had been timed on another machine: the task's labels mix two CPUs
+    manifest = json.loads((out / "tcl_manifest.json").read_text())
+    manifest["runs"][0]["cpu_model"] = "another CPU"
+    (out / "tcl_manifest.json").write_text(json.dumps(manifest))
+    proc = run_tcl("dataset", "info", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert f"1 task(s) timed on more than one CPU model, their labels mix two machines' speeds: {task.name}" in (
+        proc.stdout
+    )
 
 
 def test_sigkill_mid_collection_loses_and_duplicates_nothing(workload_dir, tmp_path):

@@ -97,6 +97,12 @@ def run_info(args: argparse.Namespace) -> int:
                 f"{runs['busy_measured']} programs timed under load, {runs['retimed']} timed again"
                 + ("" if runs["idle_only"] else " (not every run was --idle-only)")
             )
+        several = s.get("tasks_on_several_cpus")
+        if several:
+            print(
+                f"{profile}: warning: {len(several)} task(s) timed on more than one CPU model, their labels mix "
+                f"two machines' speeds: {', '.join(several)}"
+            )
     return 0
 
 

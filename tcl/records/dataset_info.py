@@ -41,6 +41,7 @@ def summarize(path: Path, split: Split | None = None) -> dict[str, Any]:
         runs = [run for db in dbs for run in (read_manifest(db) or {}).get("runs", [])]
         if runs:
             profiles[profile]["runs"] = _summarize_runs(runs)
+            profiles[profile]["tasks_on_several_cpus"] = _tasks_on_several_cpus(records, dbs)
         if split is not None:
             profiles[profile]["split"] = _summarize_parts(records, dbs, split)
         distinct.update((task.key, program_key(p.trace)) for task, progs in records for p in progs)
@@ -79,6 +80,31 @@ def _summarize_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_models": sorted({r["cpu_model"] for r in runs if r.get("cpu_model")}),
         "first": min((r["started"] for r in runs if r.get("started")), default=None),
     }
+
+
+def _tasks_on_several_cpus(records: ProgramSet, dbs: list[Path]) -> list[str] | None:
+    """Names of the tasks whose programs were timed on more than one CPU model, so that their
+    labels mix two machines' speeds; ``None`` where the manifest cannot tell. A collection
+    appends each run's records in order and its manifest entry counts them (``measured``),
+    so the runs cover the record file's lines in turn."""
+    cpu_at: dict[str, tuple[np.ndarray, list[Any]]] = {}
+    for db in dbs:
+        runs = (read_manifest(db) or {}).get("runs", [])
+        ends = np.cumsum([r.get("measured", 0) for r in runs])
+        cpu_at[str(db)] = (ends, [r.get("cpu_model") for r in runs])
+    several = []
+    for task, progs in records:
+        cpus = set()
+        for q in progs:
+            folder, _, line = (q.location or "").rpartition(":")
+            ends, models = cpu_at.get(str(Path(folder).parent), (np.array([]), []))
+            run = int(np.searchsorted(ends, int(line), side="left")) if line.isdigit() else len(models)
+            if run >= len(models):  # a line no run accounts for
+                return None
+            cpus.add(models[run])
+        if len(cpus) > 1:
+            several.append(task.name)
+    return sorted(several)
 
 
 def _summarize_set(records: ProgramSet, dbs: list[Path]) -> dict[str, Any]:
