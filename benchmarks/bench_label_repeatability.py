@@ -18,7 +18,7 @@ the figures are not an idle machine's, measure again).
 data/dataset); ``--min-ms`` only tasks whose recorded programs take at least that long (median).
 
 ``--vary number=3,1`` compares two settings side by side: four passes A, B, A, B (A, B: the
-setting with each value); it prints each setting's own repeatability (A vs A, B vs B), their
+setting with each value; give ``--vary`` again to change several settings together); it prints each setting's own repeatability (A vs A, B vs B), their
 agreement (the mean tau of the four A-B pairs: as high as the repeatability when B ranks
 programs as A does) and each setting's programs per second.
 
@@ -149,7 +149,11 @@ def main() -> None:
     ap.add_argument("--number", type=int)
     ap.add_argument("--repeat", type=int)
     ap.add_argument("--min-repeat-ms", type=int)
-    ap.add_argument("--vary", help="SETTING=A,B: compare two values of number, repeat or min_repeat_ms side by side")
+    ap.add_argument(
+        "--vary",
+        action="append",
+        help="SETTING=A,B: compare two values of number, repeat or min_repeat_ms side by side (repeatable)",
+    )
     ap.add_argument(
         "--retime-spread",
         type=float,
@@ -169,10 +173,14 @@ def main() -> None:
         )
     settings = {"": profile}
     if args.vary:
-        key, _, values = args.vary.partition("=")
-        if key not in ("number", "repeat", "min_repeat_ms") or len(values.split(",")) != 2:
-            sys.exit("--vary takes SETTING=A,B with SETTING one of number, repeat, min_repeat_ms")
-        settings = {f"{key}={v}": with_measure(profile, **{key: int(v)}) for v in values.split(",")}
+        sides: list[dict[str, int]] = [{}, {}]
+        for vary in args.vary:
+            key, _, values = vary.partition("=")
+            if key not in ("number", "repeat", "min_repeat_ms") or len(values.split(",")) != 2:
+                sys.exit("--vary takes SETTING=A,B with SETTING one of number, repeat, min_repeat_ms")
+            for side, value in zip(sides, values.split(",")):
+                side[key] = int(value)
+        settings = {",".join(f"{k}={v}" for k, v in side.items()): with_measure(profile, **side) for side in sides}
     networks = set(args.networks.split(",")) if args.networks else None
     chosen = pick(args.data, args.profile, args.tasks, args.programs, args.seed, networks, args.min_ms)
     if not chosen:
