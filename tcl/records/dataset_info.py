@@ -24,9 +24,10 @@ def summarize(path: Path, split: Split | None = None) -> dict[str, Any]:
     distinct programs over all profiles (a program measured on several counts once) and the
     size on disk."""
     databases = find_databases(path)
+    manifests = {db: read_manifest(db) or {} for db in databases}
     by_profile: dict[str, list[Path]] = {}
     for db in databases:
-        by_profile.setdefault((read_manifest(db) or {}).get("profile") or NO_PROFILE, []).append(db)
+        by_profile.setdefault(manifests[db].get("profile") or NO_PROFILE, []).append(db)
     profiles = {}
     distinct: set[tuple[str, str]] = set()
     for profile, dbs in sorted(by_profile.items()):
@@ -38,10 +39,10 @@ def summarize(path: Path, split: Split | None = None) -> dict[str, Any]:
                 for task, progs in load_records(db):
                     records.add(task, progs)
         profiles[profile] = _summarize_set(records, dbs)
-        runs = [run for db in dbs for run in (read_manifest(db) or {}).get("runs", [])]
-        if runs:
-            profiles[profile]["runs"] = _summarize_runs(runs)
-            profiles[profile]["tasks_on_several_cpus"] = _tasks_on_several_cpus(records, dbs)
+        runs_of = {db: manifests[db].get("runs", []) for db in dbs}
+        if any(runs_of.values()):
+            profiles[profile]["runs"] = _summarize_runs([run for runs in runs_of.values() for run in runs])
+            profiles[profile]["tasks_on_several_cpus"] = _tasks_on_several_cpus(records, runs_of)
         if split is not None:
             profiles[profile]["split"] = _summarize_parts(records, dbs, split)
         distinct.update((task.key, program_key(p.trace)) for task, progs in records for p in progs)
@@ -82,14 +83,13 @@ def _summarize_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _tasks_on_several_cpus(records: ProgramSet, dbs: list[Path]) -> list[str] | None:
+def _tasks_on_several_cpus(records: ProgramSet, runs_of: dict[Path, list[dict[str, Any]]]) -> list[str] | None:
     """Names of the tasks whose programs were timed on more than one CPU model, so that their
     labels mix two machines' speeds; ``None`` where the manifest cannot tell. A collection
     appends each run's records in order and its manifest entry counts them (``measured``),
     so the runs cover the record file's lines in turn."""
     cpu_at: dict[str, tuple[np.ndarray, list[Any]]] = {}
-    for db in dbs:
-        runs = (read_manifest(db) or {}).get("runs", [])
+    for db, runs in runs_of.items():
         ends = np.cumsum([r.get("measured", 0) for r in runs])
         cpu_at[str(db)] = (ends, [r.get("cpu_model") for r in runs])
     several = []

@@ -4,6 +4,7 @@ schedule), the network built with Relax, its output checked against torch and bo
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from pathlib import Path
@@ -222,18 +223,12 @@ def _time_side_by_side(
     threads and with one), timed in turns (:func:`~tcl.tuning.timing.in_turns`) in
     :data:`TIMING_BLOCKS` blocks of about ``repeats / TIMING_BLOCKS`` repeats each: timing one
     after the other can put them in different phases of the machine."""
-    import torch
-
     per_block = max(3, -(-repeats // TIMING_BLOCKS))
 
-    def torch_side(n: int) -> Callable[[], float]:
-        def timing() -> float:
-            with torch.no_grad(), torch_threads(n):
-                return median_call_s(definition.module, definition.example_inputs, per_block)
-
-        return timing
-
-    sides: dict[Any, Callable[[], float]] = {n: torch_side(n) for n in sorted({1, int(threads)})}
+    sides: dict[Any, Callable[[], float]] = {
+        n: functools.partial(_torch_call_s, definition.module, definition.example_inputs, n, per_block)
+        for n in sorted({1, int(threads)})
+    }
     sides["tvm"] = lambda: network_seconds(vm, device, inputs, per_block)
     # the pause lets torch's OpenMP workers go to sleep before TVM runs (and TVM's after it)
     times = in_turns(sides, TIMING_BLOCKS, pause_s=0.2)
@@ -243,8 +238,12 @@ def _time_side_by_side(
 def _time_torch_threads(module: Any, inputs: Sequence[Any], threads: int, repeats: int) -> dict[int, float]:
     """Seconds per call of a torch module with the profile's threads and with one: torch at its
     best here (on a busy machine OpenMP barriers make two threads many times slower than one)."""
-    times = {}
-    for n in sorted({1, int(threads)}):
-        with torch_threads(n):
-            times[n] = median_call_s(module, inputs, repeats)
-    return times
+    return {n: _torch_call_s(module, inputs, n, repeats) for n in sorted({1, int(threads)})}
+
+
+def _torch_call_s(module: Any, inputs: Sequence[Any], threads: int, repeats: int) -> float:
+    """Median seconds per call of a torch module with ``threads`` threads, without autograd."""
+    import torch
+
+    with torch.no_grad(), torch_threads(threads):
+        return median_call_s(module, inputs, repeats)

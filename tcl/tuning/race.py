@@ -77,11 +77,13 @@ def race_records(
             )
         return picked
 
-    def run(picked: Any) -> Any:
-        return relax.VirtualMachine(compile_prepared(mod, target, picked, chosen or {}, use_default)[0], device)
+    def build(picked: Any) -> tuple[tuple[Any, dict[str, list[str]]], Any]:
+        """The network compiled with ``picked``, as compile_prepared returns it, and its VM."""
+        built = compile_prepared(mod, target, picked, chosen or {}, use_default)
+        return built, relax.VirtualMachine(built[0], device)
 
     vms = [
-        compiled if rank == 0 and compiled is not None else run(database_of({key: rank for key in tops}))
+        compiled if rank == 0 and compiled is not None else build(database_of({key: rank for key in tops}))[1]
         for rank in range(rounds)
     ]
     networks = {"best_records": vms[0]} if vms else {}
@@ -112,8 +114,7 @@ def race_records(
         report.update(kept=False, race_s=time.perf_counter() - start)
         return database, report, None
     raced = database_of(rank_of)
-    built = compile_prepared(mod, target, raced, chosen or {}, use_default)
-    networks["raced"] = relax.VirtualMachine(built[0], device)
+    built, networks["raced"] = build(raced)
     totals = in_turns(
         {name: lambda vm=vm: network_seconds(vm, device, inputs, 10) for name, vm in networks.items()},
         RACE_BLOCKS,
