@@ -59,7 +59,14 @@ from tcl.api.programs import Program, ProgramSet, Task
 from tcl.records.manifest import read_manifest
 from tcl.records.program_keys import program_key
 from tcl.records.staging import is_staging, staged_directory
-from tcl.records.stored_files import CORRUPT_GZIP, PACKED_SUFFIX, iter_json_lines, open_stored, stored_file
+from tcl.records.stored_files import (
+    CORRUPT_GZIP,
+    PACKED_SUFFIX,
+    gc_paused,
+    iter_json_lines,
+    open_stored,
+    stored_file,
+)
 from tcl.records.trace_json import trace_shape_problem
 from tcl.records.tvm_json import workload_name
 
@@ -283,6 +290,7 @@ def load_records(path: str | os.PathLike, *, profile: str | None = None) -> Prog
             f"{path} holds records of several profiles: {names}; choose one (--profile on the command line, profile= in Python)"
         )
     out = ProgramSet(profile=next(iter(profiles), profile))
-    for db, manifest in chosen:
-        _load_one(db, out, manifest)
+    with gc_paused():
+        for db, manifest in chosen:
+            _load_one(db, out, manifest)
     return out

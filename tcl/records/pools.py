@@ -39,7 +39,7 @@ from tcl.api.errors import TclError
 from tcl.api.programs import Program, ProgramSet, Task, workload_module
 from tcl.records.manifest import timestamp, tvm_version
 from tcl.records.program_keys import program_key
-from tcl.records.stored_files import stored_lines, write_atomic
+from tcl.records.stored_files import gc_paused, stored_lines, write_atomic
 from tcl.records.trace_json import plain_json, trace_shape_problem, trace_to_json
 from tcl.records.tvm_json import tvm_json_dumps, workload_name
 
@@ -288,7 +288,12 @@ def is_pool(path: str | os.PathLike) -> bool:
 
 def load_pool(path: str | os.PathLike) -> Pool:
     """Read a pool directory written by :func:`save_pool`. Broken files raise TclError."""
-    root = Path(path)
+    with gc_paused():
+        return _load_pool(Path(path))
+
+
+def _load_pool(root: Path) -> Pool:
+    """:func:`load_pool`'s reading, with the cycle collector paused."""
     meta_path = root / POOL_META
     if not meta_path.is_file():
         raise TclError(f"{root} is not a candidate pool (no {POOL_META}; unfinished or wrong directory)")
