@@ -55,6 +55,34 @@ def install_plugin(tmp_path_factory):
     return install
 
 
+@pytest.fixture(scope="session")
+def small_records(tmp_path_factory) -> Path:
+    """data/bundled cut to 50 programs of each task per profile by ``tcl sample`` (a quarter of
+    it, every task kept): real records for tests that train on them but need not train on all."""
+    root = tmp_path_factory.mktemp("small-records")
+    procs = [
+        start_tcl(
+            "sample",
+            "--sampler",
+            "random",
+            "--budget",
+            "50",
+            "--data",
+            str(BUNDLED),
+            "--profile",
+            profile,
+            "--out",
+            str(root / profile),
+            stderr=subprocess.PIPE,
+        )
+        for profile in ("x86-avx2", "x86-avx512", "x86-generic")
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    return root
+
+
 def matmul_module(n: int = 64, symbol: str | None = None):
     """A square n x n x n matmul workload; ``symbol`` sets the PrimFunc's global_symbol."""
     import tvm

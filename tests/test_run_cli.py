@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BUNDLED, IDLE, ROOT, run_tcl, tcl_env
+from conftest import BUNDLED, IDLE, ROOT, run_tcl, start_tcl, tcl_env
 
 from tcl.records.database import load_records
 
 
-def write_config(folder: Path, text: str, name: str = "exp.toml") -> Path:
-    """A config in ``folder`` whose data path is relative to it, as users write them."""
-    data = os.path.relpath(BUNDLED, folder)
+def write_config(folder: Path, text: str, name: str = "exp.toml", data: Path = BUNDLED) -> Path:
+    """A config in ``folder`` whose data path (``data``) is relative to it, as users write them."""
+    data = os.path.relpath(data, folder)
     path = folder / name
     path.write_text(text.replace("DATA", data))
     return path
@@ -40,8 +41,8 @@ full = false
 """
 
 
-def test_sampling_config_with_a_third_party_sampler_runs_end_to_end(tmp_path, install_plugin):
-    config = write_config(tmp_path, SAMPLING.replace("SAMPLERS", '["rdu", "every-kth"]'))
+def test_sampling_config_with_a_third_party_sampler_runs_end_to_end(tmp_path, install_plugin, small_records):
+    config = write_config(tmp_path, SAMPLING.replace("SAMPLERS", '["rdu", "every-kth"]'), data=small_records)
     out = tmp_path / "out"
     proc = run_tcl("run", str(config), "--out", str(out), env=tcl_env(install_plugin("tcl-example-plugin")))
     assert proc.returncode == 0, proc.stderr
@@ -51,19 +52,19 @@ def test_sampling_config_with_a_third_party_sampler_runs_end_to_end(tmp_path, in
         assert row["profile"] == "x86-avx2" and row["seeds"] == 1 and row["top1_std"] == 0.0
         assert 0 < row["top1"] <= row["top5"] <= 1
     resolved = json.loads((out / "config.resolved.json").read_text())
-    assert resolved["experiment"]["data"] == str(BUNDLED) and resolved["experiment"]["seeds"] == [0]
+    assert resolved["experiment"]["data"] == str(small_records) and resolved["experiment"]["seeds"] == [0]
     assert resolved["plugins"]["samplers"] == {"rdu": "tcl", "every-kth": "tcl-example-plugin"}
     assert resolved["plugins"]["cost_models"] == {"tlp": "tcl"}
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "every-kth" in proc.stdout and "top1" in proc.stdout
 
 
-def test_sampler_variant_is_its_plugin_with_the_given_options(tmp_path):
+def test_sampler_variant_is_its_plugin_with_the_given_options(tmp_path, small_records):
     # RDU with only the R weight, as a variant, picks exactly what the registered rdu-r picks
     text = SAMPLING.replace("SAMPLERS", '["rdu-r", "r-only"]').replace("rounds = 2", "rounds = 1")
     text += '\n[sampling.variants.r-only]\nplugin = "rdu"\nw_d = 0\nw_u = 0\n'
     out = tmp_path / "out"
-    proc = run_tcl("run", str(write_config(tmp_path, text)), "--out", str(out))
+    proc = run_tcl("run", str(write_config(tmp_path, text, data=small_records)), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     registered, variant = json.loads((out / "results.json").read_text())["rows"]
     assert variant["sampler"] == "r-only" and 0 < variant["pairwise"] < 1
@@ -72,7 +73,7 @@ def test_sampler_variant_is_its_plugin_with_the_given_options(tmp_path):
     }
 
 
-def test_model_variant_runs_beside_its_plugin_under_its_own_name(tmp_path):
+def test_model_variant_runs_beside_its_plugin_under_its_own_name(tmp_path, small_records):
     # the same tlp trained with another ranking loss, both rows in one run
     text = (
         '[experiment]\nkind = "models"\ndata = "DATA"\nprofiles = ["x86-avx2"]\nheld_out = ["bert-tiny"]\n'
@@ -80,12 +81,12 @@ def test_model_variant_runs_beside_its_plugin_under_its_own_name(tmp_path):
         '[models.variants.tlp-listmle]\nplugin = "tlp"\nepochs = 1\nbatch_size = 256\nloss = "listmle"\n'
     )
     out = tmp_path / "out"
-    proc = run_tcl("run", str(write_config(tmp_path, text)), "--out", str(out))
+    proc = run_tcl("run", str(write_config(tmp_path, text, data=small_records)), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     plain, variant = json.loads((out / "results.json").read_text())["rows"]
     assert (plain["model"], variant["model"]) == ("tlp", "tlp-listmle")
     assert 0 < variant["pairwise"] < 1 and variant["pairwise"] != plain["pairwise"]
-    bad = write_config(tmp_path, text.replace('loss = "listmle"', 'loss = "hinge"'), "bad.toml")
+    bad = write_config(tmp_path, text.replace('loss = "listmle"', 'loss = "hinge"'), "bad.toml", data=small_records)
     proc = run_tcl("run", str(bad), "--check")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "options of cost model tlp-listmle: " in proc.stderr and "listmle" in proc.stderr
@@ -172,14 +173,14 @@ epochs = 1
 """
 
 
-def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_path):
+def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_path, small_records):
     # scratch as a named variant: its options travel to the worker processes with it
     text = TRANSFER.replace("STRATEGIES", '["continual-kd", "scratch-1ep"]').replace(
         'held_out = ["bert-tiny"]', 'held_out = ["bert-tiny"]\nseeds = [0, 1]\njobs = 2'
     )
     text += '\n[transfer.variants.scratch-1ep]\nplugin = "scratch"\nepochs = 1\n'
     out = tmp_path / "out"
-    proc = run_tcl("run", str(write_config(tmp_path, text)), "--out", str(out))
+    proc = run_tcl("run", str(write_config(tmp_path, text, data=small_records)), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "[seed 0] base model" in proc.stderr and "[seed 1] scratch-1ep" in proc.stderr
     rows = json.loads((out / "results.json").read_text())["rows"]
@@ -330,6 +331,9 @@ def test_malformed_toml_names_the_file_in_one_line(tmp_path):
 
 
 def test_shipped_configs_validate():
-    for config in sorted((ROOT / "configs").glob("*.toml")):
-        proc = run_tcl("run", str(config), "--check")
-        assert proc.returncode == 0, f"{config.name}: {proc.stderr}"
+    # all at once: each check is mostly imports, so two cores do two at a time
+    configs = sorted((ROOT / "configs").glob("*.toml"))
+    procs = [start_tcl("run", str(config), "--check", stderr=subprocess.PIPE, text=True) for config in configs]
+    for config, proc in zip(configs, procs):
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{config.name}: {err}"

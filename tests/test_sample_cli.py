@@ -8,7 +8,7 @@ from tcl.records.database import load_records
 from tcl.records.program_keys import program_key
 
 
-def test_rdu_subset_is_ten_percent_per_task_and_loads_in_tvm(tmp_path):
+def test_rdu_subset_is_ten_percent_per_task_and_loads_in_tvm(tmp_path, small_records):
     import tvm.s_tir.meta_schedule as ms
 
     out = tmp_path / "subset"
@@ -19,14 +19,14 @@ def test_rdu_subset_is_ten_percent_per_task_and_loads_in_tvm(tmp_path):
         "--budget",
         "0.1",
         "--data",
-        str(BUNDLED),
+        str(small_records),
         "--profile",
         "x86-avx2",
         "--out",
         str(out),
     )
     assert proc.returncode == 0, proc.stderr
-    full = load_records(BUNDLED, profile="x86-avx2").measured()
+    full = load_records(small_records, profile="x86-avx2").measured()
     subset = load_records(out)
     assert subset.profile == "x86-avx2" and set(subset.tasks) == set(full.tasks)
     for task, programs in subset:
@@ -41,7 +41,7 @@ def test_rdu_subset_is_ten_percent_per_task_and_loads_in_tvm(tmp_path):
         "--budget",
         "0.1",
         "--data",
-        str(BUNDLED),
+        str(small_records),
         "--profile",
         "x86-avx2",
         "--out",
@@ -60,8 +60,8 @@ def test_unknown_sampler_lists_choices(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
-def test_sampler_options_make_rdu_a_single_criterion_sampler(tmp_path):
-    common = ("--budget", "0.05", "--data", str(BUNDLED), "--profile", "x86-avx2")
+def test_sampler_options_make_rdu_a_single_criterion_sampler(tmp_path, small_records):
+    common = ("--budget", "0.05", "--data", str(small_records), "--profile", "x86-avx2")
     r_only = run_tcl("sample", "--sampler", "rdu-r", *common, "--out", str(tmp_path / "r"))
     options = run_tcl(
         "sample",

@@ -11,14 +11,14 @@ from tcl.records.database import load_records
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
+def checkpoint(tmp_path_factory, small_records):
     out = tmp_path_factory.mktemp("ckpt") / "tlp"
     proc = run_tcl(
         "train",
         "--model",
         "tlp",
         "--data",
-        str(BUNDLED),
+        str(small_records),
         "--profile",
         "x86-avx2",
         "--held-out",
@@ -42,8 +42,8 @@ def test_train_writes_a_checkpoint(checkpoint):
     assert (checkpoint / "weights.pt").is_file()
 
 
-def test_eval_prints_metrics_for_all_or_some_networks(checkpoint):
-    args = ["eval", "--model", str(checkpoint), "--data", str(BUNDLED), "--profile", "x86-avx2", "--json"]
+def test_eval_prints_metrics_for_all_or_some_networks(checkpoint, small_records):
+    args = ["eval", "--model", str(checkpoint), "--data", str(small_records), "--profile", "x86-avx2", "--json"]
     proc = run_tcl(*args)
     assert proc.returncode == 0, proc.stderr
     everything = json.loads(proc.stdout)
@@ -54,7 +54,7 @@ def test_eval_prints_metrics_for_all_or_some_networks(checkpoint):
     assert "warning" not in proc.stderr
 
     bert = json.loads(run_tcl(*args, "--network", "bert-tiny", "--per-task").stdout)
-    held = [t for t in load_records(BUNDLED, profile="x86-avx2").tasks.values() if "bert-tiny" in t.networks]
+    held = [t for t in load_records(small_records, profile="x86-avx2").tasks.values() if "bert-tiny" in t.networks]
     assert bert["tasks"] == len(held) < everything["tasks"]
     assert sorted(t["task"] for t in bert["per_task"]) == sorted(t.name for t in held)
     own = [t["top1"] for t in bert["per_task"]]
@@ -64,8 +64,8 @@ def test_eval_prints_metrics_for_all_or_some_networks(checkpoint):
     assert proc.returncode == 2 and "bert-tiyn not in the records; networks there: bert-tiny" in proc.stderr
 
 
-def test_eval_on_another_profile_warns(checkpoint):
-    proc = run_tcl("eval", "--model", str(checkpoint), "--data", str(BUNDLED), "--profile", "x86-avx512")
+def test_eval_on_another_profile_warns(checkpoint, small_records):
+    proc = run_tcl("eval", "--model", str(checkpoint), "--data", str(small_records), "--profile", "x86-avx512")
     assert proc.returncode == 0, proc.stderr
     assert "trained on profile x86-avx2 but the records are of x86-avx512" in proc.stderr
 
