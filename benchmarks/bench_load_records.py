@@ -1,6 +1,7 @@
 """Reading records and pools with Python's cycle collector paused (as shipped) and running.
 One JSON line: seconds of ``load_records`` on ``--data`` (one profile) and of ``load_pool`` on
-``--pool``, both ways, taking turns in ``--rounds`` rounds, medians and their ratios.
+``--pool``, both ways, taking turns in ``--rounds`` rounds, medians and their ratios; and the
+milliseconds a program key (``program_key``: canonical JSON and sha256) takes per program.
 
     python benchmarks/bench_load_records.py --data data/bundled --pool plugins/networks/pool
 
@@ -32,13 +33,18 @@ def main() -> None:
     from tcl.records import database, pools
     from tcl.records.database import load_records
     from tcl.records.pools import load_pool
+    from tcl.records.program_keys import program_key
 
     first = load_records(args.data, profile=args.profile)
-    programs = sum(len(progs) for _, progs in first)
+    traces = [p.trace for _, progs in first for p in progs]
+    start = time.perf_counter()
+    for trace in traces:
+        program_key(trace)
+    key_ms = (time.perf_counter() - start) * 1e3 / len(traces)
     if args.heap:
         import torch  # noqa: F401  (its modules are part of a training run's heap)
     else:
-        del first
+        del first, traces
 
     def timed(load: Callable[[], Any], paused: bool) -> float:
         saved = database.gc_paused, pools.gc_paused
@@ -62,7 +68,7 @@ def main() -> None:
                 times[f"{name}_{way}"].append(timed(load, way == "paused"))
     medians = {key: round(float(np.median(values)), 3) for key, values in times.items()}
     result: dict[str, Any] = {"bench": "load_records", "data": str(args.data), "pool": str(args.pool)}
-    result.update(heap=args.heap, rounds=args.rounds, programs=programs)
+    result.update(heap=args.heap, rounds=args.rounds, programs=len(traces), program_key_ms=round(key_ms, 3))
     result.update({f"{key}_s": value for key, value in medians.items()})
     for name in loads:
         result[f"{name}_speedup"] = round(medians[f"{name}_running"] / medians[f"{name}_paused"], 2)

@@ -15,27 +15,32 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tcl.records.trace_json import is_ir_json, plain_json, trace_to_json
 
 
 def _canonical(obj: Any) -> Any:
-    if obj is None:
+    kind = type(obj)  # exact types first: records parsed from JSON hold nothing else
+    if kind is list:
+        return [_canonical(x) for x in obj]
+    if kind is int or obj is None:
         return obj
-    if isinstance(obj, str):
+    if kind is str:
         return _canonical_ir_json(obj) if is_ir_json(obj) else obj
+    if kind is float:
+        return int(obj) if math.isfinite(obj) and obj.is_integer() else obj
+    if kind is dict:
+        return {str(k): _canonical(v) for k, v in obj.items()}
     if isinstance(obj, bool):  # TVM's JSONDumps writes trace booleans as 1 / 0
         return int(obj)
-    if isinstance(obj, int):
-        return obj
-    if isinstance(obj, float):
-        if math.isfinite(obj) and obj.is_integer():
-            return int(obj)
-        return obj
+    for plain in (str, int, float):  # subclasses, e.g. tvm_ffi's String
+        if isinstance(obj, plain):
+            return _canonical(plain(obj))
     if isinstance(obj, Mapping):
         return {str(k): _canonical(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, tuple):
         return [_canonical(x) for x in obj]
     return _canonical(plain_json(obj))
 
@@ -63,4 +68,6 @@ def program_key(trace_json: Any) -> str:
     Accepts the trace JSON (``[insts, decisions]``, a TenSet steps list, or any JSON-like
     object), a ``Trace`` or a ``Schedule``.
     """
-    return hashlib.sha256(canonical_json(trace_to_json(trace_json)).encode()).hexdigest()[:32]
+    if type(trace_json) is not list:  # a Trace, a Schedule, TVM containers (parsed records are lists)
+        trace_json = trace_to_json(trace_json)
+    return hashlib.sha256(canonical_json(trace_json).encode()).hexdigest()[:32]

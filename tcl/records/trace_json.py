@@ -18,13 +18,19 @@ measured in docs/tuning.md.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def plain_json(obj: Any) -> Any:
     """``obj`` with TVM containers and scalars (Array, Map, IntImm, FloatImm, String) turned
     into Python lists, dicts, ints, floats and strs. ``Trace.as_json()`` keeps IntImm/FloatImm."""
-    if obj is None or isinstance(obj, (bool, int, float, str)):
+    kind = type(obj)  # exact types first: parsed JSON holds nothing else
+    if kind is list:
+        return [plain_json(x) for x in obj]
+    if kind is int or kind is str or kind is float or obj is None:
+        return obj
+    if isinstance(obj, (bool, int, float, str)):
         if isinstance(obj, str) and type(obj) is not str:
             return str(obj)
         return obj
