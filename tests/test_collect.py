@@ -61,15 +61,27 @@ def test_collect_then_resume_then_info(workload_dir, tmp_path):
     assert info["profiles"]["x86-avx2"]["tasks"] == 1
     assert info["profiles"]["x86-avx2"]["measured_ok"] == 6
     assert info["profiles"]["x86-avx2"]["tasks_on_several_cpus"] == []
-    # the first run as if it had been timed on another machine: the task's labels mix two CPUs
+    # the first run as if it had been timed on another machine: the task's labels would mix two
+    # CPUs, so readers keep the records of the CPU that timed it last
     manifest = json.loads((out / "tcl_manifest.json").read_text())
     manifest["runs"][0]["cpu_model"] = "another CPU"
     (out / "tcl_manifest.json").write_text(json.dumps(manifest))
+    later = {program_key(p.trace) for p in load_records(out, one_cpu_per_task=False).programs[task.key][3:]}
+    assert {program_key(p.trace) for p in load_records(out).programs[task.key]} == later
     proc = run_tcl("dataset", "info", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert f"1 task(s) timed on more than one CPU model, their labels mix two machines' speeds: {task.name}" in (
+    assert "1 task(s) timed on more than one CPU model; each counts only the records of the CPU that timed it " in (
         proc.stdout
-    )
+    ) and proc.stdout.rstrip().endswith(task.name)
+    # a collection that resumes the task times the other CPU's programs here again, and nothing more
+    proc = run_tcl(*collect_args(workload_dir, out, 6, "--sampler", "random", "--budget", "1.0"))
+    assert proc.returncode == 0, proc.stderr
+    assert "3 of them were timed again because another CPU model had timed them" in proc.stdout
+    assert len(load_records(out, one_cpu_per_task=False).programs[task.key]) == 9
+    assert {program_key(p.trace) for p in load_records(out).programs[task.key]} == set(keys)
+    info = json.loads(run_tcl("dataset", "info", str(out), "--json").stdout)["profiles"]["x86-avx2"]
+    assert info["tasks_on_several_cpus"] == [] and info["measured_ok"] == 6
+    assert json.loads((out / "tcl_manifest.json").read_text())["runs"][-1]["other_cpu_retimed"] == 3
 
 
 def test_sigkill_mid_collection_loses_and_duplicates_nothing(workload_dir, tmp_path):

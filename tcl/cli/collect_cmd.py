@@ -123,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if stats.retimed:
         print(f"{stats.retimed} programs were timed again because other processes took the CPU", file=sys.stderr)
+    if stats.other_cpu:
+        print(
+            f"{stats.other_cpu} of them were timed again because another CPU model had timed them: "
+            "a task's labels come from one CPU (docs/measurement.md)"
+        )
     if stats.busy_measured:
         print(
             f"warning: {stats.busy_measured} of them were timed while other processes used up to "

@@ -100,8 +100,8 @@ def run_info(args: argparse.Namespace) -> int:
         several = s.get("tasks_on_several_cpus")
         if several:
             print(
-                f"{profile}: warning: {len(several)} task(s) timed on more than one CPU model, their labels mix "
-                f"two machines' speeds: {', '.join(several)}"
+                f"{profile}: warning: {len(several)} task(s) timed on more than one CPU model; each counts only the "
+                f"records of the CPU that timed it last, until a collection times the rest again: {', '.join(several)}"
             )
     return 0
 

@@ -28,10 +28,13 @@ from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad, timing_turn
 from tcl.measurement.tasks import extract_tasks
-from tcl.records.database import load_records
-from tcl.records.manifest import add_run, cpu_model, source_revision, timestamp, update_manifest
+from tcl.records.database import WORKLOAD_FILE, load_records
+from tcl.records.manifest import add_run, cpu_model, read_manifest, source_revision, timestamp, update_manifest
 from tcl.records.pools import Pool, extend_pool, is_pool, load_pool, make_task, trace_to_schedule
+from tcl.records.program_keys import program_key
 from tcl.records.record_writer import RecordWriter
+from tcl.records.stored_files import stored_file
+from tcl.records.timing_cpus import cpus_of_records
 
 POOL_SUBDIR = "pool"
 #: Seconds between load checks while waiting for other processes to finish (``idle_only``).
@@ -144,6 +147,7 @@ class CollectStats:
     busy_measured: int = 0  # programs timed while other processes took >= BUSY_CORES cores
     busy_cores: float = 0.0  # the most cores other processes took during one batch
     retimed: int = 0  # programs timed again because other processes took the CPU (idle_only)
+    other_cpu: int = 0  # programs timed again because another CPU model timed them before
 
 
 def collect(
@@ -176,7 +180,10 @@ def collect(
     guides the first round's sampler (uncertainty, embeddings). ``pool_model`` and
     ``pool_random`` shape new pools (:func:`ensure_pool`). With ``idle_only`` a batch timed
     while other processes took the CPU is thrown away and timed again once the machine is
-    idle, so no record carries a loaded timing. Each run appends its provenance (commit,
+    idle, so no record carries a loaded timing. A task this run adds to, or one already timed
+    partly on this CPU, whose earlier programs another CPU model timed (as the manifest says)
+    has those timed again here first, so that its labels come from one CPU (readers keep a
+    task's records of the CPU that timed it last). Each run appends its provenance (commit,
     CPU, settings, load seen) to the manifest. All names are checked before any work starts. ``reporter``
     gets progress callbacks (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None``
     reports nothing.
@@ -250,7 +257,35 @@ def collect(
                 targets = list(itertools.accumulate(round_quotas(validation.budget_count(budget, len(traces)), rounds)))
                 stats.skipped_done += len(measured)
                 plan.append((task, traces, measured, targets))
-            reporter.start(total=sum(max(0, p[3][-1] - len(p[2])) for p in plan), tasks=len(plan))
+            # a task this run adds to, or one already timed partly here, is first timed here in full
+            elsewhere = _timed_elsewhere(out_dir, profile.name) if backend.times_on_this_host else {}
+            again = {}
+            for task, _, measured, targets in plan:
+                stale, partly_here = elsewhere.get(task.key, (set(), False))
+                if stale and (targets[-1] > len(measured) or partly_here):
+                    keys = pool.keys(task.key)
+                    again[task.key] = [i for i in measured if keys[i] in stale]
+            reporter.start(
+                total=sum(max(0, p[3][-1] - len(p[2])) + len(again.get(p[0].key, ())) for p in plan), tasks=len(plan)
+            )
+            for position, (task, traces, _, _) in enumerate(plan, 1):
+                if again.get(task.key):
+                    reporter.task(position, len(plan), f"{task.name} (timed again: another CPU timed it before)")
+                    _measure_task(
+                        task,
+                        [traces[i] for i in again[task.key]],
+                        backend,
+                        writer,
+                        profile,
+                        batch_size,
+                        stats,
+                        reporter,
+                        registry,
+                        interrupted,
+                        load,
+                        idle_only,
+                    )
+                    stats.other_cpu += len(again[task.key])
             for r in range(rounds):
                 todo = [max(0, targets[r] - len(measured)) for _, _, measured, targets in plan]
                 if not any(todo):  # a finished round (on resume) needs no model either
@@ -307,7 +342,28 @@ def _run_figures(stats: CollectStats) -> dict[str, Any]:
         "busy_measured": stats.busy_measured,
         "busy_cores_max": round(stats.busy_cores, 2),
         "retimed": stats.retimed,
+        "other_cpu_retimed": stats.other_cpu,
     }
+
+
+def _timed_elsewhere(out_dir: Path, profile: str) -> dict[str, tuple[set[str], bool]]:
+    """Per task of ``out_dir`` that another CPU model timed: the keys of its programs no record
+    of this CPU times, and whether this CPU timed any of its programs. Empty when the manifest
+    cannot tell which CPU timed each record."""
+    if stored_file(out_dir / WORKLOAD_FILE) is None:
+        return {}
+    records = load_records(out_dir, profile=profile, one_cpu_per_task=False)
+    cpus = cpus_of_records(records, {out_dir: read_manifest(out_dir) or {}})
+    if cpus is None:
+        return {}
+    here = cpu_model()
+    out = {}
+    for task, programs in records:
+        keys_here = {program_key(p.trace) for p, cpu in zip(programs, cpus[task.key]) if cpu == here}
+        elsewhere = {program_key(p.trace) for p, cpu in zip(programs, cpus[task.key]) if cpu != here} - keys_here
+        if elsewhere:
+            out[task.key] = (elsewhere, bool(keys_here))
+    return out
 
 
 @contextlib.contextmanager

@@ -67,6 +67,7 @@ from tcl.records.stored_files import (
     open_stored,
     stored_file,
 )
+from tcl.records.timing_cpus import cpus_of_records, keep_one_cpu_per_task
 from tcl.records.trace_json import trace_shape_problem
 from tcl.records.tvm_json import workload_name
 
@@ -266,12 +267,15 @@ def _load_one(db: Path, out: ProgramSet, manifest: Mapping[str, Any] | None) -> 
         )
 
 
-def load_records(path: str | os.PathLike, *, profile: str | None = None) -> ProgramSet:
+def load_records(path: str | os.PathLike, *, profile: str | None = None, one_cpu_per_task: bool = True) -> ProgramSet:
     """All records under ``path`` as one :class:`ProgramSet` (see the module doc).
 
     Databases are read in sorted path order; tasks with the same key merge. With
     ``profile``, only directories whose manifest names that profile are read. Directories of
-    different profiles in one call are refused: one ProgramSet is one platform.
+    different profiles in one call are refused: one ProgramSet is one platform. A task
+    whose records several CPU models timed (the manifests' runs say which) keeps those of
+    the CPU that timed it last (:mod:`tcl.records.timing_cpus`), with a warning, unless
+    ``one_cpu_per_task`` is false.
     """
     dbs = find_databases(path)
     chosen: list[tuple[Path, dict[str, Any] | None]] = []
@@ -293,4 +297,16 @@ def load_records(path: str | os.PathLike, *, profile: str | None = None) -> Prog
     with gc_paused():
         for db, manifest in chosen:
             _load_one(db, out, manifest)
+    cpus = cpus_of_records(out, {db: manifest for db, manifest in chosen if manifest}) if one_cpu_per_task else None
+    if cpus is None:
+        return out
+    out, dropped = keep_one_cpu_per_task(out, cpus)
+    if dropped:
+        log.warning(
+            "%s: %d task(s) were timed on several CPU models; each keeps the records of the CPU that timed it "
+            "last (%d programs left out until a collection times them again; `tcl dataset info` names the tasks)",
+            path,
+            len(dropped),
+            sum(dropped.values()),
+        )
     return out

@@ -14,6 +14,7 @@ from tcl.records.database import find_databases, load_records
 from tcl.records.manifest import read_manifest
 from tcl.records.program_keys import program_key
 from tcl.records.splits import Split
+from tcl.records.timing_cpus import cpus_of_records, keep_one_cpu_per_task
 
 NO_PROFILE = "(none)"
 
@@ -32,17 +33,22 @@ def summarize(path: Path, split: Split | None = None) -> dict[str, Any]:
     distinct: set[tuple[str, str]] = set()
     for profile, dbs in sorted(by_profile.items()):
         if profile != NO_PROFILE:
-            records = load_records(path, profile=profile)
+            records = load_records(path, profile=profile, one_cpu_per_task=False)
         else:  # plain TVM directories: no manifest to group by, so each is read alone
             records = ProgramSet()
             for db in dbs:
                 for task, progs in load_records(db):
                     records.add(task, progs)
+        runs = [run for db in dbs for run in manifests[db].get("runs", [])]
+        cpus = cpus_of_records(records, {db: manifests[db] for db in dbs}) if runs else None
+        several = None
+        if cpus is not None:  # as every reader of the records sees them
+            records, lost = keep_one_cpu_per_task(records, cpus)
+            several = sorted(lost)
         profiles[profile] = _summarize_set(records, dbs)
-        runs_of = {db: manifests[db].get("runs", []) for db in dbs}
-        if any(runs_of.values()):
-            profiles[profile]["runs"] = _summarize_runs([run for runs in runs_of.values() for run in runs])
-            profiles[profile]["tasks_on_several_cpus"] = _tasks_on_several_cpus(records, runs_of)
+        if runs:
+            profiles[profile]["runs"] = _summarize_runs(runs)
+            profiles[profile]["tasks_on_several_cpus"] = several
         if split is not None:
             profiles[profile]["split"] = _summarize_parts(records, dbs, split)
         distinct.update((task.key, program_key(p.trace)) for task, progs in records for p in progs)
@@ -81,30 +87,6 @@ def _summarize_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_models": sorted({r["cpu_model"] for r in runs if r.get("cpu_model")}),
         "first": min((r["started"] for r in runs if r.get("started")), default=None),
     }
-
-
-def _tasks_on_several_cpus(records: ProgramSet, runs_of: dict[Path, list[dict[str, Any]]]) -> list[str] | None:
-    """Names of the tasks whose programs were timed on more than one CPU model, so that their
-    labels mix two machines' speeds; ``None`` where the manifest cannot tell. A collection
-    appends each run's records in order and its manifest entry counts them (``measured``),
-    so the runs cover the record file's lines in turn."""
-    cpu_at: dict[str, tuple[np.ndarray, list[Any]]] = {}
-    for db, runs in runs_of.items():
-        ends = np.cumsum([r.get("measured", 0) for r in runs])
-        cpu_at[str(db)] = (ends, [r.get("cpu_model") for r in runs])
-    several = []
-    for task, progs in records:
-        cpus = set()
-        for q in progs:
-            folder, _, line = (q.location or "").rpartition(":")
-            ends, models = cpu_at.get(str(Path(folder).parent), (np.array([]), []))
-            run = int(np.searchsorted(ends, int(line), side="left")) if line.isdigit() else len(models)
-            if run >= len(models):  # a line no run accounts for
-                return None
-            cpus.add(models[run])
-        if len(cpus) > 1:
-            several.append(task.name)
-    return sorted(several)
 
 
 def _summarize_set(records: ProgramSet, dbs: list[Path]) -> dict[str, Any]:
