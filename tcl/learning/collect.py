@@ -248,6 +248,23 @@ def collect(
             RecordWriter(out_dir, profile=profile.name, networks=networks) as writer,
         ):
             update_manifest(out_dir, tasks=tasks)
+
+            def measure(task: Task, traces: Sequence[Any]) -> None:
+                _measure_task(
+                    task,
+                    traces,
+                    backend,
+                    writer,
+                    profile,
+                    batch_size,
+                    stats,
+                    reporter,
+                    registry,
+                    interrupted,
+                    load,
+                    idle_only,
+                )
+
             done_keys = writer.measured_keys()
             plan = []
             for task in tasks:
@@ -271,20 +288,7 @@ def collect(
             for position, (task, traces, _, _) in enumerate(plan, 1):
                 if again.get(task.key):
                     reporter.task(position, len(plan), f"{task.name} (timed again: another CPU timed it before)")
-                    _measure_task(
-                        task,
-                        [traces[i] for i in again[task.key]],
-                        backend,
-                        writer,
-                        profile,
-                        batch_size,
-                        stats,
-                        reporter,
-                        registry,
-                        interrupted,
-                        load,
-                        idle_only,
-                    )
+                    measure(task, [traces[i] for i in again[task.key]])
                     stats.other_cpu += len(again[task.key])
             for r in range(rounds):
                 todo = [max(0, targets[r] - len(measured)) for _, _, measured, targets in plan]
@@ -310,20 +314,7 @@ def collect(
                     registry.hook.tcl_on_samples_selected(
                         sampler=sampler_name, task=task.key, indices=list(chosen), pool_size=len(traces)
                     )
-                    _measure_task(
-                        task,
-                        [traces[i] for i in chosen],
-                        backend,
-                        writer,
-                        profile,
-                        batch_size,
-                        stats,
-                        reporter,
-                        registry,
-                        interrupted,
-                        load,
-                        idle_only,
-                    )
+                    measure(task, [traces[i] for i in chosen])
                     measured.extend(chosen)
     finally:
         backend.close()
