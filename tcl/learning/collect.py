@@ -8,6 +8,7 @@ the pool by program key) count as measured and are never measured again.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import os
@@ -31,10 +32,9 @@ from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import WORKLOAD_FILE, load_records
 from tcl.records.manifest import add_run, cpu_model, read_manifest, source_revision, timestamp, update_manifest
 from tcl.records.pools import Pool, extend_pool, is_pool, load_pool, make_task, trace_to_schedule
-from tcl.records.program_keys import program_key
 from tcl.records.record_writer import RecordWriter
 from tcl.records.stored_files import stored_file
-from tcl.records.timing_cpus import cpus_of_records
+from tcl.records.timing_cpus import cpus_of_records, timed_on
 
 POOL_SUBDIR = "pool"
 #: Seconds between load checks while waiting for other processes to finish (``idle_only``).
@@ -249,22 +249,19 @@ def collect(
         ):
             update_manifest(out_dir, tasks=tasks)
 
-            def measure(task: Task, traces: Sequence[Any]) -> None:
-                _measure_task(
-                    task,
-                    traces,
-                    backend,
-                    writer,
-                    profile,
-                    batch_size,
-                    stats,
-                    reporter,
-                    registry,
-                    interrupted,
-                    load,
-                    idle_only,
-                )
-
+            measure = functools.partial(
+                _measure_task,
+                backend=backend,
+                writer=writer,
+                profile=profile,
+                batch_size=batch_size,
+                stats=stats,
+                reporter=reporter,
+                registry=registry,
+                interrupted=interrupted,
+                load=load,
+                idle_only=idle_only,
+            )
             done_keys = writer.measured_keys()
             plan = []
             for task in tasks:
@@ -341,19 +338,19 @@ def _timed_elsewhere(out_dir: Path, profile: str) -> dict[str, tuple[set[str], b
     """Per task of ``out_dir`` that another CPU model timed: the keys of its programs no record
     of this CPU times, and whether this CPU timed any of its programs. Empty when the manifest
     cannot tell which CPU timed each record."""
-    if stored_file(out_dir / WORKLOAD_FILE) is None:
-        return {}
+    manifest = read_manifest(out_dir) or {}
+    here = cpu_model()
+    if stored_file(out_dir / WORKLOAD_FILE) is None or all(r.get("cpu_model") == here for r in manifest.get("runs", [])):
+        return {}  # nothing to read: every record was timed here
     records = load_records(out_dir, profile=profile, one_cpu_per_task=False)
-    cpus = cpus_of_records(records, {out_dir: read_manifest(out_dir) or {}})
+    cpus = cpus_of_records(records, {out_dir: manifest})
     if cpus is None:
         return {}
-    here = cpu_model()
     out = {}
     for task, programs in records:
-        keys_here = {program_key(p.trace) for p, cpu in zip(programs, cpus[task.key]) if cpu == here}
-        elsewhere = {program_key(p.trace) for p, cpu in zip(programs, cpus[task.key]) if cpu != here} - keys_here
+        ours, elsewhere = timed_on(programs, cpus[task.key], here)
         if elsewhere:
-            out[task.key] = (elsewhere, bool(keys_here))
+            out[task.key] = (elsewhere, bool(ours))
     return out
 
 

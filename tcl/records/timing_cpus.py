@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from tcl.api.programs import ProgramSet
+from tcl.api.programs import Program, ProgramSet
 from tcl.records.program_keys import program_key
 
 
@@ -45,6 +45,15 @@ def cpus_of_records(records: ProgramSet, manifests: Mapping[Path, Mapping[str, A
     return out
 
 
+def timed_on(programs: list[Program], models: list[str], cpu: str) -> tuple[list[Program], set[str]]:
+    """The programs ``cpu`` timed, and the keys of the task's other programs it never timed
+    (an earlier CPU's programs that a cut to ``cpu`` would leave out)."""
+    ours = [p for p, model in zip(programs, models) if model == cpu]
+    keys_ours = {program_key(p.trace) for p in ours}
+    missing = {program_key(p.trace) for p, model in zip(programs, models) if model != cpu} - keys_ours
+    return ours, missing
+
+
 def keep_one_cpu_per_task(records: ProgramSet, cpus: Mapping[str, list[str]]) -> tuple[ProgramSet, Counter[str]]:
     """``records`` with each task timed on several CPUs cut to the records of the CPU that
     timed its last record, and per such task (by name) how many of its programs that cut
@@ -54,11 +63,8 @@ def keep_one_cpu_per_task(records: ProgramSet, cpus: Mapping[str, list[str]]) ->
     for task, programs in records:
         models = cpus[task.key]
         if len(set(models)) > 1:
-            ours = [p for p, model in zip(programs, models) if model == models[-1]]
-            timed_here = {program_key(p.trace) for p in ours}
-            others = {program_key(p.trace) for p, model in zip(programs, models) if model != models[-1]}
-            if others - timed_here:
-                lost[task.name] = len(others - timed_here)
-            programs = ours
+            programs, missing = timed_on(programs, models, models[-1])
+            if missing:
+                lost[task.name] = len(missing)
         kept.add(task, programs)
     return kept, lost
