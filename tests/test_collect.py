@@ -189,6 +189,23 @@ def test_ctrl_c_stops_without_false_error_records(workload_dir, tmp_path):
     assert len([p for _, progs in load_records(out) for p in progs]) == 12
 
 
+def test_ctrl_c_while_drawing_the_pool_stops_at_once(workload_dir, tmp_path):
+    import time
+
+    out = tmp_path / "records"
+    proc = start_tcl(
+        *collect_args(workload_dir, out, 20000), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(12)  # past start-up, well inside drawing 20,000 candidates
+    assert proc.poll() is None
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr, stderr
+    assert time.monotonic() - start < 5
+    assert not (out / RECORD_FILE).exists()  # it was still drawing: nothing measured
+
+
 def test_collect_warns_about_programs_timed_while_others_use_the_cpu(workload_dir, tmp_path):
     from conftest import foreign_busy_loop
 

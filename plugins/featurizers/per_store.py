@@ -97,7 +97,7 @@ class PerStoreFeaturizer(Featurizer):
                 if sch is None:
                     try:
                         sch = trace_to_schedule(mod, prog.trace)
-                    except Exception as exc:  # tvm raises TVMError subclasses and ValueError
+                    except Exception as exc:  # tvm raises builtin error types (RuntimeError, ValueError, ...)
                         where = f"{prog.location}: " if prog.location else ""
                         raise TclError(
                             f"{where}per-store: cannot replay a trace of task {task.name}: {one_line(exc)}"

@@ -376,7 +376,7 @@ def _replay(mod: Any, trace: Any) -> Any:
     never stops a collection."""
     try:
         return trace_to_schedule(mod, trace)
-    except Exception as exc:  # noqa: BLE001 - TVM raises TVMError subclasses and ValueError
+    except Exception as exc:  # noqa: BLE001 - TVM raises builtin error types (RuntimeError, ValueError, ...)
         return MeasureResult(run_secs=None, error_kind="build", error_msg=f"trace replay failed: {one_line(exc)}")
 
 

@@ -246,7 +246,7 @@ def generate_pool_with_stats(
             for postproc in postprocs:
                 if not postproc.apply(sch):
                     return None
-        except (tvm.TVMError, ValueError, RuntimeError, IndexError):
+        except (RuntimeError, ValueError, TypeError, IndexError):  # TVM 0.27 raises builtin error types
             return None
         return sch
 
