@@ -193,9 +193,7 @@ def test_ctrl_c_while_drawing_the_pool_stops_at_once(workload_dir, tmp_path):
     import time
 
     out = tmp_path / "records"
-    proc = start_tcl(
-        *collect_args(workload_dir, out, 20000), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = start_tcl(*collect_args(workload_dir, out, 20000), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(12)  # past start-up, well inside drawing 20,000 candidates
     assert proc.poll() is None
     start = time.monotonic()

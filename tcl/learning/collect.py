@@ -340,7 +340,9 @@ def _timed_elsewhere(out_dir: Path, profile: str) -> dict[str, tuple[set[str], b
     cannot tell which CPU timed each record."""
     manifest = read_manifest(out_dir) or {}
     here = cpu_model()
-    if stored_file(out_dir / WORKLOAD_FILE) is None or all(r.get("cpu_model") == here for r in manifest.get("runs", [])):
+    if stored_file(out_dir / WORKLOAD_FILE) is None or all(
+        r.get("cpu_model") == here for r in manifest.get("runs", [])
+    ):
         return {}  # nothing to read: every record was timed here
     records = load_records(out_dir, profile=profile, one_cpu_per_task=False)
     cpus = cpus_of_records(records, {out_dir: manifest})
