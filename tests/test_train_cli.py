@@ -60,6 +60,9 @@ def test_eval_prints_metrics_for_all_or_some_networks(checkpoint, small_records)
     own = [t["top1"] for t in bert["per_task"]]
     assert all(0 < v <= 1 for v in own)
     assert min(own) <= bert["top1"] <= max(own)  # the pooled score is a weighted mean of the tasks' own
+    shares = [t["shortfall_share"] for t in bert["per_task"]]  # largest first, summing to 1 (0: no shortfall)
+    assert shares == sorted(shares, reverse=True) and sum(shares) in (pytest.approx(1.0), 0.0)
+    assert all(t["best_ms"] > 0 for t in bert["per_task"])
     proc = run_tcl(*args, "--network", "bert-tiyn")
     assert proc.returncode == 2 and "bert-tiyn not in the records; networks there: bert-tiny" in proc.stderr
 

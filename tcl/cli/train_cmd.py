@@ -71,7 +71,11 @@ def add_parser(subparsers: Any) -> None:
     only.add_argument(
         "--split", type=Path, default=None, metavar="FILE", help="only the tasks of a split file's test networks"
     )
-    ev.add_argument("--per-task", action="store_true", help="also each task's own Top-1 (best / latency of the pick)")
+    ev.add_argument(
+        "--per-task",
+        action="store_true",
+        help="also each task's own Top-1, best latency and share of the pooled Top-1's shortfall",
+    )
     add_json_option(ev)
     ev.set_defaults(handler=run_eval)
 
@@ -177,9 +181,23 @@ def run_eval(args: argparse.Namespace) -> int:
     )
     if tasks:
         print_table(
-            "per task: best latency / latency of the model's pick",
-            ["task", "weight", "programs", "top1"],
-            [[t["task"], f"{t['weight']:g}", t["programs"], f"{t['top1']:.4f}"] for t in tasks],
+            "per task, largest share of the pooled Top-1's shortfall first",
+            ["task", "weight", "programs", "best ms", "top1", "shortfall share"],
+            [
+                [
+                    t["task"],
+                    f"{t['weight']:g}",
+                    t["programs"],
+                    f"{t['best_ms']:.4g}" if t["best_ms"] is not None else "-",
+                    f"{t['top1']:.4f}" if t["top1"] is not None else "-",
+                    f"{t['shortfall_share']:.3f}",
+                ]
+                for t in tasks
+            ],
+        )
+        print(
+            "top1 per task: best latency / latency of the model's pick; shortfall share: the task's part of "
+            "what the pooled Top-1 lacks (weight x (pick - best), over all tasks)"
         )
     print(
         "top1/top5: pooled over tasks, weighted by task weight (TLP); *_per_network: mean over networks (TenSet); "

@@ -15,7 +15,7 @@ from tcl.api.errors import TclError
 from tcl.api.interfaces import CostModel
 from tcl.api.programs import ProgramSet
 from tcl.learning.metric_intervals import bootstrap_intervals, chance_scores
-from tcl.learning.metrics import evaluate, top_k_score
+from tcl.learning.metrics import best_and_pick, evaluate
 from tcl.records.database import RECORD_FILE, find_databases
 from tcl.records.manifest import read_manifest
 from tcl.records.stored_files import iter_json_lines, stored_file
@@ -92,8 +92,9 @@ def score_records(
 ) -> dict[str, Any]:
     """Top-1/Top-5 (pooled over tasks, TLP style, and averaged per network, TenSet style),
     pairwise accuracy, and task/program counts. Failed programs count as infinitely slow.
-    ``per_task`` adds each task's own Top-1 (best / latency of the pick): the pooled score
-    divides by the sum of picked latencies, so one very slow pick can hide the rest.
+    ``per_task`` adds each task's own Top-1 (best / latency of the pick), its best latency
+    and its share of the pooled Top-1's shortfall, largest share first: the pooled score
+    divides by the sum of picked latencies, so a few slow tasks can decide it.
     ``intervals`` adds ``interval`` (95% bootstrap over tasks) and ``chance`` (the expected
     score of a random ranking) per metric."""
     p = predict_records(model, records)
@@ -106,16 +107,30 @@ def score_records(
         result["chance"] = chance_scores(latencies, weights=weights, networks=networks)
     result.update(tasks=len(latencies), programs=int(sum(len(v) for v in latencies.values())))
     if per_task:
-        result["per_task"] = [
-            {
-                "task": names[k],
-                "weight": weights[k],
-                "programs": len(latencies[k]),
-                "top1": top_k_score({k: latencies[k]}, {k: scores[k]}, 1),
-            }
-            for k in latencies
-        ]
+        result["per_task"] = _per_task(latencies, scores, weights, names)
     return result
+
+
+def _per_task(latencies: Mapping, scores: Mapping, weights: Mapping, names: Mapping) -> list[dict[str, Any]]:
+    """Per task: Top-1, best latency, and share of the pooled Top-1's shortfall (weight x
+    (picked - best latency) over the sum of them), largest share first."""
+    terms = {k: best_and_pick(latencies[k], scores[k]) for k in latencies}
+    gaps = {k: (weights[k] or 1.0) * (t[1] - t[0]) if t else 0.0 for k, t in terms.items()}
+    total = sum(gaps.values())
+    rows = [
+        {
+            "task": names[k],
+            "weight": weights[k],
+            "programs": len(latencies[k]),
+            "best_ms": terms[k][0] * 1e3 if terms[k] else None,
+            "top1": terms[k][0] / terms[k][1] if terms[k] else None,
+            "shortfall_share": (gaps[k] / total if np.isfinite(total) else float(np.isinf(gaps[k])))
+            if total > 0
+            else 0.0,
+        }
+        for k in latencies
+    ]
+    return sorted(rows, key=lambda r: -r["shortfall_share"])
 
 
 def record_targets(path: Path, profile: str | None = None) -> list[dict[str, Any]]:

@@ -87,6 +87,12 @@ def _top_k_terms(lat: np.ndarray, score: np.ndarray, k: int) -> tuple[float, flo
     return float(lat[finite].min()), float(lat[order[:k]].min())
 
 
+def best_and_pick(lat: Any, score: Any) -> tuple[float, float] | None:
+    """(best latency, latency of the top-scored program) of one task; None when no program
+    of it succeeded. A failed pick is infinitely slow."""
+    return _top_k_terms(*_clean(lat, score), 1)
+
+
 def _pooled(terms: Iterable[tuple[float, float, float]]) -> float:
     num = den = 0.0
     any_task = False
