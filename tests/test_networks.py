@@ -32,6 +32,7 @@ EXPECTED_OUTPUT = {
     "vit-tiny": (1, 1000),
     "mlp-mixer": (1, 1000),
     "gpt-block": (1, 128, 768),
+    "gpt-medium-b4": (4, 256, 1024),
     "resnet-50": (1, 1000),
     "resnet-50-b8": (8, 1000),
     "resnext-50": (1, 1000),

@@ -86,6 +86,11 @@ def gpt_block(*, seed: int = 0, batch_size: int = 1, seq_len: int = 128) -> Netw
     return _build(make, _tokens(batch_size, seq_len, 50257), seed)
 
 
+def gpt_medium_b4(*, seed: int = 0, batch_size: int = 4, seq_len: int = 256) -> NetworkDefinition:
+    make = lambda: GptDecoder(vocab=50257, dim=1024, layers=1, heads=16, seq_len=seq_len)  # noqa: E731
+    return _build(make, _tokens(batch_size, seq_len, 50257), seed)
+
+
 def _tensor(*shape: int) -> Callable[[torch.Generator], tuple[torch.Tensor, ...]]:
     return lambda g: (torch.randn(*shape, generator=g),)
 

@@ -57,6 +57,12 @@ def tcl_register_networks() -> list[NetworkRegistration]:
             description="GPT-2-small-width decoder: 2 causal blocks, dim 768, 12 heads, sequence 128",
         ),
         NetworkRegistration(
+            name="gpt-medium-b4",
+            factory=Deferred(IMPL, "gpt_medium_b4"),
+            family="transformer-decoder",
+            description="GPT-2-medium-width decoder: 1 causal block, dim 1024, 16 heads, MLP 4096, batch 4 x sequence 256",
+        ),
+        NetworkRegistration(
             name="resnet-50",
             factory=Deferred(IMPL, "resnet50"),
             family="cnn",
