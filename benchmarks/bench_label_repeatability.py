@@ -18,7 +18,8 @@ the figures are not an idle machine's, measure again).
 data/dataset); ``--min-ms`` only tasks whose recorded programs take at least that long (median).
 
 ``--vary number=3,1`` compares two settings side by side: four passes A, B, A, B (A, B: the
-setting with each value; give ``--vary`` again to change several settings together); it prints each setting's own repeatability (A vs A, B vs B), their
+setting with each value; give ``--vary`` again to change several settings together; besides
+the ``[measure]`` settings it takes the engine's ``single_run_ms``); it prints each setting's own repeatability (A vs A, B vs B), their
 agreement (the mean tau of the four A-B pairs: as high as the repeatability when B ranks
 programs as A does) and each setting's programs per second.
 
@@ -112,9 +113,16 @@ def measure_all(measure, chosen, batch: int) -> tuple[list[np.ndarray], float, f
     return out, time.perf_counter() - start, worst
 
 
+MEASURE_KEYS = ("number", "repeat", "min_repeat_ms")
+ENGINE_KEYS = ("single_run_ms",)  # the local backend's options
+
+
 def with_measure(profile, **changes):
-    """The profile with some ``[measure]`` settings changed."""
-    return attrs.evolve(profile, measure=attrs.evolve(profile.measure, **changes))
+    """The profile with some ``[measure]`` settings (or engine options) changed."""
+    options = {k: v for k, v in changes.items() if k in ENGINE_KEYS}
+    measure = {k: v for k, v in changes.items() if k not in ENGINE_KEYS}
+    profile = attrs.evolve(profile, backend_options={**profile.backend_options, **options})
+    return attrs.evolve(profile, measure=attrs.evolve(profile.measure, **measure))
 
 
 def taus_between(chosen, a: list[np.ndarray], b: list[np.ndarray]) -> dict[str, float]:
@@ -152,7 +160,8 @@ def main() -> None:
     ap.add_argument(
         "--vary",
         action="append",
-        help="SETTING=A,B: compare two values of number, repeat or min_repeat_ms side by side (repeatable)",
+        help="SETTING=A,B: compare two values of number, repeat, min_repeat_ms or single_run_ms side by side "
+        "(repeatable)",
     )
     ap.add_argument(
         "--retime-spread",
@@ -173,13 +182,13 @@ def main() -> None:
         )
     settings = {"": profile}
     if args.vary:
-        sides: list[dict[str, int]] = [{}, {}]
+        sides: list[dict[str, float]] = [{}, {}]
         for vary in args.vary:
             key, _, values = vary.partition("=")
-            if key not in ("number", "repeat", "min_repeat_ms") or len(values.split(",")) != 2:
-                sys.exit("--vary takes SETTING=A,B with SETTING one of number, repeat, min_repeat_ms")
+            if key not in MEASURE_KEYS + ENGINE_KEYS or len(values.split(",")) != 2:
+                sys.exit(f"--vary takes SETTING=A,B with SETTING one of {', '.join(MEASURE_KEYS + ENGINE_KEYS)}")
             for side, value in zip(sides, values.split(",")):
-                side[key] = int(value)
+                side[key] = float(value) if key in ENGINE_KEYS else int(value)
         settings = {",".join(f"{k}={v}" for k, v in side.items()): with_measure(profile, **side) for side in sides}
     networks = set(args.networks.split(",")) if args.networks else None
     chosen = pick(args.data, args.profile, args.tasks, args.programs, args.seed, networks, args.min_ms)

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import pluggy
 import pytest
 from conftest import matmul_module
@@ -221,6 +222,28 @@ def test_engine_times_each_candidate_of_a_group_as_itself(local) -> None:
     ]
     for times in (engine, reference):
         assert times[1] > 3 * max(times[0], times[2], times[3]), (engine, reference)
+
+
+def test_engine_times_a_slow_candidate_once_when_asked() -> None:
+    """``single_run_ms``: a candidate whose first run lasts that long keeps that run alone; the
+    others are timed ``repeat`` times as usual."""
+    from tcl.measurement.local_engine import EngineSettings, LocalEngine
+
+    mod = matmul_module(256, "main")
+    cands = [vectorized(mod, 8), tvm.s_tir.Schedule(mod), vectorized(mod, 16)]
+    settings = EngineSettings(build_workers=2, repeat=3, min_repeat_ms=5, runtime_threads=1)
+    engine = LocalEngine(settings)
+    try:
+        full = [min(r.run_secs) for r in engine.measure("llvm", mod, cands)]
+    finally:
+        engine.close()
+    between_ms = 1e3 * (full[1] * max(full[0], full[2])) ** 0.5  # the naive loop is far slower
+    engine = LocalEngine(attrs.evolve(settings, single_run_ms=between_ms))
+    try:
+        runs = [len(r.run_secs) for r in engine.measure("llvm", mod, cands)]
+    finally:
+        engine.close()
+    assert runs == [3, 1, 3], (runs, full)
 
 
 # ---- rpc ----------------------------------------------------------------------------------

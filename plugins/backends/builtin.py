@@ -63,6 +63,12 @@ class BuiltinBackend(HardwareBackend):
             )
         return float(value)
 
+    def _non_negative(self, key: str, default: float) -> float:
+        value = self.option(key, default, kind=(int, float))
+        if value < 0:
+            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a number >= 0, got {value!r}")
+        return float(value)
+
     def default_build_workers(self) -> int:
         return 1
 

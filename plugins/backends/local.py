@@ -14,7 +14,7 @@ class LocalBackend(BuiltinBackend):
 
     name = "local"
     target_kinds = ("llvm", "c")
-    options = frozenset({"group_size", "retime_spread"})
+    options = frozenset({"group_size", "retime_spread", "single_run_ms"})
 
     def __init__(self, profile: Any) -> None:
         super().__init__(profile)
@@ -39,6 +39,7 @@ class LocalBackend(BuiltinBackend):
                     enable_cpu_cache_flush=m.enable_cpu_cache_flush,
                     runtime_threads=self.profile.runtime_threads,
                     retime_spread=self._fraction("retime_spread", 0.0),
+                    single_run_ms=self._non_negative("single_run_ms", 0.0),
                 )
             )
             self._engine.warm_up()

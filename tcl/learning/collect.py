@@ -234,6 +234,7 @@ def collect(
         "cpus": os.cpu_count(),
         "profile": profile.name,
         "measure": attrs.asdict(profile.measure),
+        "backend_options": dict(profile.backend_options),
         "runtime_threads": profile.runtime_threads,
         "sampler": sampler_name,
         "budget": budget,

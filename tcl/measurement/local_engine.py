@@ -70,9 +70,12 @@ def time_function(
     repeat: int,
     min_repeat_ms: int,
     cache_flush: bool,
+    single_run_ms: float = 0.0,
 ) -> list[float]:
     """Seconds of each repeat of function ``name`` of library ``path``, TVM's time_evaluator
-    with random inputs (allocated once per workload in this process)."""
+    with random inputs (allocated once per workload in this process). With ``single_run_ms``
+    > 0 one run after a warm-up comes first, and a run that long is the only one timed: a
+    slow kernel's runs agree closely and each costs as much as timing a fast kernel in full."""
     import json
 
     import tvm
@@ -88,15 +91,16 @@ def time_function(
     if arguments is None:
         _ARGS.clear()
         arguments = _ARGS[key] = default_alloc_argument(device, args_info, 1)[0]
-    evaluator = module.time_evaluator(
-        func_name=name,
-        dev=device,
-        number=number,
-        repeat=repeat,
-        min_repeat_ms=min_repeat_ms,
-        f_preproc="cache_flush_cpu_non_first_arg" if cache_flush else "",
-    )
+    preproc = "cache_flush_cpu_non_first_arg" if cache_flush else ""
     device.sync()
+    if single_run_ms > 0:
+        probe = module.time_evaluator(func_name=name, dev=device, number=1, repeat=1, f_preproc=preproc)
+        first = float(probe(*arguments).results[0])
+        if first * 1e3 >= single_run_ms:
+            return [first]
+    evaluator = module.time_evaluator(
+        func_name=name, dev=device, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, f_preproc=preproc
+    )
     return [float(x) for x in evaluator(*arguments).results]
 
 
@@ -117,6 +121,7 @@ class EngineSettings:
     enable_cpu_cache_flush: bool = False
     runtime_threads: int | None = None
     retime_spread: float = 0.0  # > 0: time a candidate once more when (max - min) / min of its repeats exceeds this
+    single_run_ms: float = 0.0  # > 0: a candidate whose first run lasts this long is timed by that run alone
 
 
 class LocalEngine:
@@ -241,7 +246,17 @@ class LocalEngine:
         pool = self._time_pool()
         for i in sorted(libraries):
             path, name = libraries[i]
-            job = (path, name, device_type, args_info, s.number, s.repeat, s.min_repeat_ms, s.enable_cpu_cache_flush)
+            job = (
+                path,
+                name,
+                device_type,
+                args_info,
+                s.number,
+                s.repeat,
+                s.min_repeat_ms,
+                s.enable_cpu_cache_flush,
+                s.single_run_ms,
+            )
             secs, error = _outcome(pool.submit(time_function, *job))
             if secs and s.retime_spread > 0 and max(secs) > (1 + s.retime_spread) * min(secs):
                 # repeats that disagree were disturbed: the fastest of a second try is closer to
