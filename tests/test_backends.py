@@ -225,25 +225,27 @@ def test_engine_times_each_candidate_of_a_group_as_itself(local) -> None:
 
 
 def test_engine_times_a_slow_candidate_once_when_asked() -> None:
-    """``single_run_ms``: a candidate whose first run lasts that long keeps that run alone; the
-    others are timed ``repeat`` times as usual."""
+    """``single_run_ms``: after a candidate that ran that long, the next one's first run
+    comes first and, when that long too, is its only timed run; after a fast candidate the
+    next is timed ``repeat`` times as usual."""
     from tcl.measurement.local_engine import EngineSettings, LocalEngine
 
     mod = matmul_module(256, "main")
-    cands = [vectorized(mod, 8), tvm.s_tir.Schedule(mod), vectorized(mod, 16)]
+    naive = tvm.s_tir.Schedule(mod)
+    cands = [naive, naive, vectorized(mod, 8), vectorized(mod, 16)]
     settings = EngineSettings(build_workers=2, repeat=3, min_repeat_ms=5, runtime_threads=1)
     engine = LocalEngine(settings)
     try:
         full = [min(r.run_secs) for r in engine.measure("llvm", mod, cands)]
     finally:
         engine.close()
-    between_ms = 1e3 * (full[1] * max(full[0], full[2])) ** 0.5  # the naive loop is far slower
+    between_ms = 1e3 * (full[0] * max(full[2:])) ** 0.5  # the naive loop is far slower
     engine = LocalEngine(attrs.evolve(settings, single_run_ms=between_ms))
     try:
         runs = [len(r.run_secs) for r in engine.measure("llvm", mod, cands)]
     finally:
         engine.close()
-    assert runs == [3, 1, 3], (runs, full)
+    assert runs == [3, 1, 3, 3], (runs, full)
 
 
 # ---- rpc ----------------------------------------------------------------------------------

@@ -121,7 +121,10 @@ class EngineSettings:
     enable_cpu_cache_flush: bool = False
     runtime_threads: int | None = None
     retime_spread: float = 0.0  # > 0: time a candidate once more when (max - min) / min of its repeats exceeds this
-    single_run_ms: float = 0.0  # > 0: a candidate whose first run lasts this long is timed by that run alone
+    # > 0: after a candidate that ran this long (a slow task), the next one's first run comes
+    # first, and when it lasts this long too it is that candidate's only timed run; candidates
+    # after a faster one are timed as without it
+    single_run_ms: float = 0.0
 
 
 class LocalEngine:
@@ -244,6 +247,7 @@ class LocalEngine:
     ) -> None:
         s = self.settings
         pool = self._time_pool()
+        probe = False  # the last candidate ran single_run_ms or longer (or failed): its task is a slow one
         for i in sorted(libraries):
             path, name = libraries[i]
             job = (
@@ -255,7 +259,7 @@ class LocalEngine:
                 s.repeat,
                 s.min_repeat_ms,
                 s.enable_cpu_cache_flush,
-                s.single_run_ms,
+                s.single_run_ms if probe else 0.0,
             )
             secs, error = _outcome(pool.submit(time_function, *job))
             if secs and s.retime_spread > 0 and max(secs) > (1 + s.retime_spread) * min(secs):
@@ -267,6 +271,7 @@ class LocalEngine:
                 results[i] = MeasureResult(run_secs=tuple(secs))
             else:
                 results[i] = _error("run", error or "no times")
+            probe = s.single_run_ms > 0 and (not secs or min(secs) * 1e3 >= s.single_run_ms)
 
 
 def _outcome(future: Any) -> tuple[Any, str | None]:
