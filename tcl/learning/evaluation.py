@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -113,10 +114,17 @@ def score_records(
 
 def _per_task(latencies: Mapping, scores: Mapping, weights: Mapping, names: Mapping) -> list[dict[str, Any]]:
     """Per task: Top-1, best latency, and share of the pooled Top-1's shortfall (weight x
-    (picked - best latency) over the sum of them), largest share first."""
+    (picked - best latency) over the sum of them; a failed pick is all of it), largest first."""
     terms = {k: best_and_pick(latencies[k], scores[k]) for k in latencies}
-    gaps = {k: (weights[k] or 1.0) * (t[1] - t[0]) if t else 0.0 for k, t in terms.items()}
+    gaps = {k: (1.0 if weights[k] is None else weights[k]) * (t[1] - t[0]) if t else 0.0 for k, t in terms.items()}
+    failed = [k for k, gap in gaps.items() if math.isinf(gap)]
     total = sum(gaps.values())
+
+    def share(k: str) -> float:
+        if failed:
+            return 1.0 / len(failed) if k in failed else 0.0
+        return gaps[k] / total if total > 0 else 0.0
+
     rows = [
         {
             "task": names[k],
@@ -124,9 +132,7 @@ def _per_task(latencies: Mapping, scores: Mapping, weights: Mapping, names: Mapp
             "programs": len(latencies[k]),
             "best_ms": terms[k][0] * 1e3 if terms[k] else None,
             "top1": terms[k][0] / terms[k][1] if terms[k] else None,
-            "shortfall_share": (gaps[k] / total if np.isfinite(total) else float(np.isinf(gaps[k])))
-            if total > 0
-            else 0.0,
+            "shortfall_share": share(k),
         }
         for k in latencies
     ]
