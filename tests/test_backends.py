@@ -113,6 +113,10 @@ def test_bad_options_are_one_line_errors(profile_dir: Path) -> None:
         RPCBackend(
             write_profile(profile_dir, "t-rpc-bad", "rpc", options='tracker_host = "127.0.0.1"\ntracker_port = 9')
         )
+    with pytest.raises(TclError, match=r"backend_options\.retime_spread': expected a number in \[0, 100\), got 100"):
+        LocalBackend(write_profile(profile_dir, "t-spread", "local", options="retime_spread = 100"))
+    with pytest.raises(TclError, match=r"backend_options\.single_run_ms': expected a number >= 0, got -1"):
+        LocalBackend(write_profile(profile_dir, "t-single", "local", options="single_run_ms = -1"))
     with pytest.raises(TclError, match="needs a target of kind llvm or c, got 'cuda'"):
         LocalBackend(write_profile(profile_dir, "t-kind", "local", target='kind = "cuda"'))
 
@@ -227,7 +231,8 @@ def test_engine_times_each_candidate_of_a_group_as_itself(local) -> None:
 def test_engine_times_a_slow_candidate_once_when_asked() -> None:
     """``single_run_ms``: after a candidate that ran that long, the next one's first run
     comes first and, when that long too, is its only timed run; after a fast candidate the
-    next is timed ``repeat`` times as usual."""
+    next is timed ``repeat`` times as usual. What the last candidate was is kept per workload,
+    across batches."""
     from tcl.measurement.local_engine import EngineSettings, LocalEngine
 
     mod = matmul_module(256, "main")
@@ -240,12 +245,16 @@ def test_engine_times_a_slow_candidate_once_when_asked() -> None:
     finally:
         engine.close()
     between_ms = 1e3 * (full[0] * max(full[2:])) ** 0.5  # the naive loop is far slower
+    other = matmul_module(128, "main")
     engine = LocalEngine(attrs.evolve(settings, single_run_ms=between_ms))
     try:
         runs = [len(r.run_secs) for r in engine.measure("llvm", mod, cands)]
+        runs.append([len(r.run_secs) for r in engine.measure("llvm", mod, [naive])])
+        runs.append([len(r.run_secs) for r in engine.measure("llvm", other, [vectorized(other, 8)])])
+        runs.append([len(r.run_secs) for r in engine.measure("llvm", mod, [naive])])
     finally:
         engine.close()
-    assert runs == [3, 1, 3, 3], (runs, full)
+    assert runs == [3, 1, 3, 3, [3], [3], [1]], (runs, full)
 
 
 # ---- rpc ----------------------------------------------------------------------------------

@@ -194,7 +194,11 @@ def test_ctrl_c_while_drawing_the_pool_stops_at_once(workload_dir, tmp_path):
 
     out = tmp_path / "records"
     proc = start_tcl(*collect_args(workload_dir, out, 20000), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(12)  # past start-up, well inside drawing 20,000 candidates
+    seen = ""
+    while not seen.startswith("pool "):  # the status line printed as the draw begins
+        seen = proc.stderr.readline()
+        assert seen, "tcl collect ended before it drew a pool"
+    time.sleep(2)  # well inside drawing 20,000 candidates
     assert proc.poll() is None
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)

@@ -55,18 +55,12 @@ class BuiltinBackend(HardwareBackend):
             )
         return value
 
-    def _fraction(self, key: str, default: float) -> float:
+    def _number(self, key: str, default: float, low: float, high: float | None = None) -> float:
+        """A number in [low, high) (no upper bound when ``high`` is None)."""
         value = self.option(key, default, kind=(int, float))
-        if not 0 <= value < 100:
-            raise TclError(
-                f"{self.profile.source}: key 'backend_options.{key}': expected a number in [0, 100), got {value!r}"
-            )
-        return float(value)
-
-    def _non_negative(self, key: str, default: float) -> float:
-        value = self.option(key, default, kind=(int, float))
-        if value < 0:
-            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected a number >= 0, got {value!r}")
+        if value < low or (high is not None and value >= high):
+            wanted = f"a number >= {low:g}" if high is None else f"a number in [{low:g}, {high:g})"
+            raise TclError(f"{self.profile.source}: key 'backend_options.{key}': expected {wanted}, got {value!r}")
         return float(value)
 
     def default_build_workers(self) -> int:

@@ -19,29 +19,33 @@ class LocalBackend(BuiltinBackend):
     def __init__(self, profile: Any) -> None:
         super().__init__(profile)
         self._engine: Any = None
+        self._settings = self._engine_settings()  # bad option values fail here, not at the first batch
+
+    def _engine_settings(self) -> Any:
+        from tcl.measurement.local_engine import EngineSettings
+
+        m = self.profile.measure
+        return EngineSettings(
+            build_workers=self._positive_int("build_workers", max(1, os.cpu_count() or 1)),
+            group_size=self._positive_int("group_size", 4),
+            build_timeout_s=float(m.build_timeout_s),
+            run_timeout_s=float(m.run_timeout_s),
+            number=m.number,
+            repeat=m.repeat,
+            min_repeat_ms=m.min_repeat_ms,
+            enable_cpu_cache_flush=m.enable_cpu_cache_flush,
+            runtime_threads=self.profile.runtime_threads,
+            retime_spread=self._number("retime_spread", 0.0, 0, 100),
+            single_run_ms=self._number("single_run_ms", 0.0, 0),
+        )
 
     def measure(self, mod: Any, schedules: Any) -> Any:
         """Collection's path: :class:`tcl.measurement.local_engine.LocalEngine` (build on every core, then
         time alone). MetaSchedule's own tuning keeps using :meth:`builder` and :meth:`runner`."""
         if self._engine is None:
-            from tcl.measurement.local_engine import EngineSettings, LocalEngine
+            from tcl.measurement.local_engine import LocalEngine
 
-            m = self.profile.measure
-            self._engine = LocalEngine(
-                EngineSettings(
-                    build_workers=self._positive_int("build_workers", max(1, os.cpu_count() or 1)),
-                    group_size=self._positive_int("group_size", 4),
-                    build_timeout_s=float(m.build_timeout_s),
-                    run_timeout_s=float(m.run_timeout_s),
-                    number=m.number,
-                    repeat=m.repeat,
-                    min_repeat_ms=m.min_repeat_ms,
-                    enable_cpu_cache_flush=m.enable_cpu_cache_flush,
-                    runtime_threads=self.profile.runtime_threads,
-                    retime_spread=self._fraction("retime_spread", 0.0),
-                    single_run_ms=self._non_negative("single_run_ms", 0.0),
-                )
-            )
+            self._engine = LocalEngine(self._settings)
             self._engine.warm_up()
         return self._engine.measure(self.target(), mod, schedules)
 

@@ -61,45 +61,56 @@ def build_group(mods: Sequence[Any], target: Any) -> str:
     return path
 
 
-def time_function(
-    path: str,
-    name: str,
-    device_type: str,
-    args_info: Any,
-    number: int,
-    repeat: int,
-    min_repeat_ms: int,
-    cache_flush: bool,
-    single_run_ms: float = 0.0,
-) -> list[float]:
-    """Seconds of each repeat of function ``name`` of library ``path``, TVM's time_evaluator
-    with random inputs (allocated once per workload in this process). With ``single_run_ms``
-    > 0 one run after a warm-up comes first, and a run that long is the only one timed: a
-    slow kernel's runs agree closely and each costs as much as timing a fast kernel in full."""
+@attrs.frozen(kw_only=True)
+class TimingJob:
+    """One candidate to time in the timing worker: which function of which library, and how."""
+
+    path: str
+    name: str
+    device_type: str
+    args_info: Any  # the workload's arguments as MetaSchedule's ArgInfo JSON
+    number: int
+    repeat: int
+    min_repeat_ms: int
+    cache_flush: bool
+    single_run_ms: float = 0.0
+
+
+def time_function(job: TimingJob) -> list[float]:
+    """Seconds of each repeat of function ``job.name`` of library ``job.path``, TVM's
+    time_evaluator with random inputs (allocated once per workload in this process). With
+    ``single_run_ms`` > 0 one run after a warm-up comes first, and a run that long is the only
+    one timed: a slow kernel's runs agree closely and each costs as much as timing a fast kernel
+    in full."""
     import json
 
     import tvm
     from tvm.s_tir.meta_schedule.runner.local_runner import default_alloc_argument
 
-    module = _LOADED.get(path)
+    module = _LOADED.get(job.path)
     if module is None:
         _LOADED.clear()
-        module = _LOADED[path] = tvm.runtime.load_module(path)
-    device = tvm.runtime.device(device_type, 0)
-    key = json.dumps(args_info)
+        module = _LOADED[job.path] = tvm.runtime.load_module(job.path)
+    device = tvm.runtime.device(job.device_type, 0)
+    key = json.dumps(job.args_info)
     arguments = _ARGS.get(key)
     if arguments is None:
         _ARGS.clear()
-        arguments = _ARGS[key] = default_alloc_argument(device, args_info, 1)[0]
-    preproc = "cache_flush_cpu_non_first_arg" if cache_flush else ""
+        arguments = _ARGS[key] = default_alloc_argument(device, job.args_info, 1)[0]
+    preproc = "cache_flush_cpu_non_first_arg" if job.cache_flush else ""
     device.sync()
-    if single_run_ms > 0:
-        probe = module.time_evaluator(func_name=name, dev=device, number=1, repeat=1, f_preproc=preproc)
+    if job.single_run_ms > 0:
+        probe = module.time_evaluator(func_name=job.name, dev=device, number=1, repeat=1, f_preproc=preproc)
         first = float(probe(*arguments).results[0])
-        if first * 1e3 >= single_run_ms:
+        if first * 1e3 >= job.single_run_ms:
             return [first]
     evaluator = module.time_evaluator(
-        func_name=name, dev=device, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, f_preproc=preproc
+        func_name=job.name,
+        dev=device,
+        number=job.number,
+        repeat=job.repeat,
+        min_repeat_ms=job.min_repeat_ms,
+        f_preproc=preproc,
     )
     return [float(x) for x in evaluator(*arguments).results]
 
@@ -138,6 +149,9 @@ class LocalEngine:
         self.seconds = {"build": 0.0, "time": 0.0}  # wall time spent in each phase, all batches
         self._builders: Any = None
         self._timer: Any = None
+        # workloads (structural hash) whose last timed candidate ran single_run_ms or longer, or
+        # failed: their next candidate gets the one-run probe, in whichever batch it comes
+        self._slow_workloads: set[int] = set()
 
     # -- worker pools --------------------------------------------------------------------------
 
@@ -182,6 +196,7 @@ class LocalEngine:
         """Build and time ``schedules`` of workload ``mod``, in order; never raises for a
         bad candidate (errors are ``build``, ``run`` or ``timeout`` results)."""
         import tvm
+        import tvm_ffi
         from tvm.s_tir import meta_schedule as ms
 
         if isinstance(target, (dict, str)):
@@ -203,7 +218,8 @@ class LocalEngine:
         built = time.perf_counter()
         self.seconds["build"] += built - start
         try:
-            self._time(device_type_of(target), args_info, libraries, results)
+            workload = int(tvm_ffi.structural_hash(mod))
+            self._time(workload, device_type_of(target), args_info, libraries, results)
             self.seconds["time"] += time.perf_counter() - built
         finally:
             for path in {path for path, _ in libraries.values()}:
@@ -240,6 +256,7 @@ class LocalEngine:
 
     def _time(
         self,
+        workload: int,
         device_type: str,
         args_info: Any,
         libraries: dict[int, tuple[str, str]],
@@ -247,31 +264,33 @@ class LocalEngine:
     ) -> None:
         s = self.settings
         pool = self._time_pool()
-        probe = False  # the last candidate ran single_run_ms or longer (or failed): its task is a slow one
         for i in sorted(libraries):
             path, name = libraries[i]
-            job = (
-                path,
-                name,
-                device_type,
-                args_info,
-                s.number,
-                s.repeat,
-                s.min_repeat_ms,
-                s.enable_cpu_cache_flush,
-                s.single_run_ms if probe else 0.0,
+            job = TimingJob(
+                path=path,
+                name=name,
+                device_type=device_type,
+                args_info=args_info,
+                number=s.number,
+                repeat=s.repeat,
+                min_repeat_ms=s.min_repeat_ms,
+                cache_flush=s.enable_cpu_cache_flush,
+                single_run_ms=s.single_run_ms if workload in self._slow_workloads else 0.0,
             )
-            secs, error = _outcome(pool.submit(time_function, *job))
+            secs, error = _outcome(pool.submit(time_function, job))
             if secs and s.retime_spread > 0 and max(secs) > (1 + s.retime_spread) * min(secs):
                 # repeats that disagree were disturbed: the fastest of a second try is closer to
                 # the undisturbed time
-                again, _ = _outcome(pool.submit(time_function, *job))
+                again, _ = _outcome(pool.submit(time_function, job))
                 secs = list(secs) + list(again or [])
             if secs:
                 results[i] = MeasureResult(run_secs=tuple(secs))
             else:
                 results[i] = _error("run", error or "no times")
-            probe = s.single_run_ms > 0 and (not secs or min(secs) * 1e3 >= s.single_run_ms)
+            if s.single_run_ms > 0 and (not secs or min(secs) * 1e3 >= s.single_run_ms):
+                self._slow_workloads.add(workload)
+            else:
+                self._slow_workloads.discard(workload)
 
 
 def _outcome(future: Any) -> tuple[Any, str | None]:
