@@ -351,6 +351,30 @@ def test_early_stopping_keeps_the_best_epoch():
     assert metrics.top_k_score([lat], [model.predict(task, progs)], 1) == pytest.approx(m["valid_top1"])
 
 
+def test_keep_by_picks_the_kept_epoch_by_another_validation_metric():
+    from tcl.api.discovery import registry
+    from tcl_plugins.cost_models.mlp import MLPCostModel
+
+    ps = synthetic_records(n_tasks=4, n=20)
+    train, valid = split_by_task(ps, 0.25, seed=0)
+    recorder = EpochRecorder()
+    registry().manager.register(recorder, name="test-keep-by-recorder")
+    try:
+        model = MLPCostModel(
+            featurizer=StoreFeaturizer(), epochs=8, batch_size=16, patience=8, keep_by="pairwise", verbose=False, lr=0.05
+        )
+        m = model.fit(train, valid, seed=0)
+    finally:
+        registry().manager.unregister(recorder)
+    pairwise = [metrics_of_epoch["valid_pairwise"] for _, _, metrics_of_epoch in recorder.calls]
+    top1 = [metrics_of_epoch["valid_top1"] for _, _, metrics_of_epoch in recorder.calls]
+    assert np.argmax(top1) != np.argmax(pairwise)  # the metrics disagree here: keep_by decides
+    assert len(pairwise) == 8 and m["best_epoch"] == 1 + int(np.argmax(pairwise))
+    assert m["valid_pairwise"] == pytest.approx(max(pairwise))
+    with pytest.raises(TclError, match="keep_by: 'loss' is none of top1, top5, pairwise"):
+        MLPCostModel(keep_by="loss")
+
+
 def test_without_validation_the_kept_epoch_is_chosen_on_the_ranking_loss_not_an_extra_term():
     """A penalty that starts at zero and grows (EWC, distillation) must not make epoch 1 look best."""
     from tcl.api.discovery import registry

@@ -75,7 +75,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
     """Common part of ``mlp``, ``tlp`` and ``mamba``: featurize, train, predict, save, load.
 
     Options (all keyword): ``featurizer`` (name or object), ``epochs``, ``lr``,
-    ``weight_decay``, ``batch_size``, ``grad_clip``, ``patience``, ``device``, ``verbose``,
+    ``weight_decay``, ``batch_size``, ``grad_clip``, ``patience``, ``keep_by``, ``device``, ``verbose``,
     ``cache_dir`` (feature cache, see :mod:`tcl.records.feature_cache`), ``dropout`` (MC-dropout p),
     ``mc_passes`` and the architecture's own options.
     """
@@ -94,6 +94,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         batch_size: int = 512,
         grad_clip: float = 0.5,
         patience: int = 10,
+        keep_by: str = "top1",
         loss: str = "lambdarank",
         device: str = "auto",
         verbose: bool = True,
@@ -118,6 +119,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
             batch_size=batch_size,
             grad_clip=grad_clip,
             patience=patience,
+            keep_by=keep_by,
             loss=loss,
             device=device,
             verbose=verbose,

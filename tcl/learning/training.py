@@ -62,6 +62,7 @@ __all__ = [
     "lambdarank_loss",
     "pairwise_logistic_loss",
     "listmle_loss",
+    "KEEP_BY",
     "RANKING_LOSSES",
     "make_groups",
     "make_batches",
@@ -96,7 +97,8 @@ class TrainConfig:
     weight_decay: float = 1e-6
     batch_size: int = 512
     grad_clip: float = 0.5
-    patience: int = 10  # epochs without a better validation Top-1 before stopping
+    patience: int = 10  # epochs without a better validation score (keep_by) before stopping
+    keep_by: str = "top1"  # the validation metric that picks the kept epoch: one of KEEP_BY
     sigma: float = 1.0  # the logistic scale of the pairwise losses
     loss: str = "lambdarank"  # a key of RANKING_LOSSES
     device: str = "auto"
@@ -115,6 +117,8 @@ class TrainConfig:
         validation.number(self.weight_decay, "cost model option weight_decay", inclusive=True)
         if self.loss not in RANKING_LOSSES:
             raise TclError(f"cost model option loss: {self.loss!r} is none of {', '.join(RANKING_LOSSES)}")
+        if self.keep_by not in KEEP_BY:
+            raise TclError(f"cost model option keep_by: {self.keep_by!r} is none of {', '.join(KEEP_BY)}")
 
     def as_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -289,6 +293,11 @@ def listmle_loss(scores: torch.Tensor, labels: torch.Tensor, groups: torch.Tenso
         losses.append((rest - ordered)[:-1].mean())
     return torch.stack(losses).mean() if losses else scores.sum() * 0.0
 
+
+# validation metrics TrainConfig.keep_by may choose the kept epoch by: pooled Top-1 turns on a
+# few heavy tasks, so on a small validation part it can swing from epoch to epoch; pairwise
+# accuracy counts every task's pairs
+KEEP_BY = ("top1", "top5", "pairwise")
 
 # name -> loss(scores, labels, groups, sigma); TrainConfig.loss picks one
 RANKING_LOSSES: dict[str, Callable[..., torch.Tensor]] = {
@@ -475,7 +484,7 @@ def _train_ranking(
         if valid:
             vm = evaluate_groups(module, collate, valid, device, config.batch_size)
             m.update({f"valid_{k}": v for k, v in vm.items()})
-            score = m["valid_top1"]
+            score = m[f"valid_{config.keep_by}"]
             score = -math.inf if math.isnan(score) else score
         else:
             # Without validation data the kept epoch is the one that ranks the training labels best;
@@ -510,7 +519,7 @@ def _train_ranking(
     final["mean_epoch_s"] = float(np.mean([h["epoch_s"] for h in history])) if history else 0.0
     _emit(
         f"[{name}] kept epoch {best_epoch} of {epoch}"
-        + (f" (valid top1 {best.get('valid_top1', math.nan):.4f})" if valid else ""),
+        + (f" (valid {config.keep_by} {best.get(f'valid_{config.keep_by}', math.nan):.4f})" if valid else ""),
         config.verbose,
     )
     return TrainResult(
