@@ -361,7 +361,13 @@ def test_keep_by_picks_the_kept_epoch_by_another_validation_metric():
     registry().manager.register(recorder, name="test-keep-by-recorder")
     try:
         model = MLPCostModel(
-            featurizer=StoreFeaturizer(), epochs=8, batch_size=16, patience=8, keep_by="pairwise", verbose=False, lr=0.05
+            featurizer=StoreFeaturizer(),
+            epochs=8,
+            batch_size=16,
+            patience=8,
+            keep_by="pairwise",
+            verbose=False,
+            lr=0.05,
         )
         m = model.fit(train, valid, seed=0)
     finally:
