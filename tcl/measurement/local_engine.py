@@ -132,9 +132,9 @@ class EngineSettings:
     enable_cpu_cache_flush: bool = False
     runtime_threads: int | None = None
     retime_spread: float = 0.0  # > 0: time a candidate once more when (max - min) / min of its repeats exceeds this
-    # > 0: after a candidate that ran this long (a slow task), the next one's first run comes
-    # first, and when it lasts this long too it is that candidate's only timed run; candidates
-    # after a faster one are timed as without it
+    # > 0: after a candidate that ran this long (a slow task), the next candidate of the same
+    # workload has its first run come first, and when it lasts this long too it is that
+    # candidate's only timed run; candidates after a faster one are timed as without it
     single_run_ms: float = 0.0
 
 
