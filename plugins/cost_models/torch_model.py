@@ -94,7 +94,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         batch_size: int = 512,
         grad_clip: float = 0.5,
         patience: int = 10,
-        keep_by: str = "top1",
+        keep_by: str = "pairwise",
         loss: str = "lambdarank",
         device: str = "auto",
         verbose: bool = True,

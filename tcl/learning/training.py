@@ -98,7 +98,7 @@ class TrainConfig:
     batch_size: int = 512
     grad_clip: float = 0.5
     patience: int = 10  # epochs without a better validation score (keep_by) before stopping
-    keep_by: str = "top1"  # the validation metric that picks the kept epoch: one of KEEP_BY
+    keep_by: str = "pairwise"  # the validation metric that picks the kept epoch: one of KEEP_BY
     sigma: float = 1.0  # the logistic scale of the pairwise losses
     loss: str = "lambdarank"  # a key of RANKING_LOSSES
     device: str = "auto"
