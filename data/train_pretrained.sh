@@ -16,9 +16,9 @@ OUT=plugins/pretrained
 mkdir -p runs
 for profile in $PROFILES; do
   if [ "$profile" = x86-avx2 ]; then
-    data=(--data data/dataset --split data/split.toml --threads 2)
+    data=(--data data/dataset --split data/split.toml)
   else
-    data=(--data "data/bundled/$profile" --held-out bert-tiny --threads 1 --option keep_by=top1)
+    data=(--data "data/bundled/$profile" --held-out bert-tiny --option keep_by=top1)
   fi
   for model in mlp tlp mamba; do
     arch=()
