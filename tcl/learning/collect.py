@@ -12,7 +12,6 @@ import functools
 import itertools
 import math
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from tcl.api.profiles import HardwareProfile
 from tcl.api.programs import MeasureResult, Task
 from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
+from tcl.measurement.interrupts import deferred_interrupt
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad, timing_turn
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import WORKLOAD_FILE, load_records
@@ -245,7 +245,7 @@ def collect(
     }
     try:
         with (
-            _deferred_interrupt() as interrupted,
+            deferred_interrupt() as interrupted,
             RecordWriter(out_dir, profile=profile.name, networks=networks) as writer,
         ):
             update_manifest(out_dir, tasks=tasks)
@@ -355,22 +355,6 @@ def _timed_elsewhere(out_dir: Path, profile: str) -> dict[str, tuple[set[str], b
         if elsewhere:
             out[task.key] = (elsewhere, bool(ours))
     return out
-
-
-@contextlib.contextmanager
-def _deferred_interrupt():
-    """Ctrl-C sets a flag instead of raising inside TVM's worker calls, where it would be
-    turned into a false error record of the candidate being measured; the collection loop
-    then drops the interrupted batch and stops with KeyboardInterrupt."""
-    flag = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield flag
-        return
-    previous = signal.signal(signal.SIGINT, lambda *_: flag.set())
-    try:
-        yield flag
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _replay(mod: Any, trace: Any) -> Any:

@@ -57,6 +57,7 @@ import attrs
 
 from tcl.api.errors import TclError
 from tcl.api.programs import Program
+from tcl.measurement.interrupts import deferred_interrupt
 from tcl.measurement.tasks import as_target
 from tcl.records.pools import as_ir_module, make_task
 from tcl.records.program_keys import program_key
@@ -208,7 +209,7 @@ def generate_pool_with_stats(
     model: Any = None,
     population: int = 32,
 ) -> tuple[list[Any], PoolStats]:
-    """:func:`generate_pool` and what it took."""
+    """:func:`generate_pool` and what it took; Ctrl-C stops it between two candidates."""
     import tvm
     from tvm.s_tir.meta_schedule import _ffi_api as ms_ffi
     from tvm.s_tir.schedule import Trace
@@ -217,95 +218,104 @@ def generate_pool_with_stats(
         raise TclError(f"pool size must be >= 0, got {size}")
     if population < 1:
         raise TclError(f"population must be >= 1, got {population}")
-    start = time.perf_counter()
-    stats = PoolStats()
-    rng = random.Random(seed)
-    ctx = tune_context(mod, target, seed=seed)
-    space_gen = ctx.space_generator
-    mod = ctx.mod
-    postprocs = list(space_gen.postprocs)
-    # a TVM Map iterates in pointer-hash order: sort so the roulette is the same in every process
-    mutators = sorted(
-        ((m, float(plain_json(p))) for m, p in dict(space_gen.mutator_probs).items()),
-        key=lambda mp: type(mp[0]).__name__,
-    )
-    spaces = [Trace(s.trace.simplified(remove_postproc=True).insts, {}) for s in ctx.generate_design_space()]
-    if not spaces:
-        raise TclError("MetaSchedule generated no design space for this workload")
-    patience = max(64, size // 2) if patience is None else patience
-    max_attempts = 50 * size + 1000 if max_attempts is None else max_attempts
+    with deferred_interrupt() as interrupted:  # offer() checks it
+        start = time.perf_counter()
+        stats = PoolStats()
+        rng = random.Random(seed)
+        ctx = tune_context(mod, target, seed=seed)
+        space_gen = ctx.space_generator
+        mod = ctx.mod
+        postprocs = list(space_gen.postprocs)
+        # a TVM Map iterates in pointer-hash order: sort so the roulette is the same in every process
+        mutators = sorted(
+            ((m, float(plain_json(p))) for m, p in dict(space_gen.mutator_probs).items()),
+            key=lambda mp: type(mp[0]).__name__,
+        )
+        spaces = [Trace(s.trace.simplified(remove_postproc=True).insts, {}) for s in ctx.generate_design_space()]
+        if not spaces:
+            raise TclError("MetaSchedule generated no design space for this workload")
+        patience = max(64, size // 2) if patience is None else patience
+        max_attempts = 50 * size + 1000 if max_attempts is None else max_attempts
 
-    found: list[Any] = []
-    seen: set[str] = set()
+        found: list[Any] = []
+        seen: set[str] = set()
 
-    def replay(trace: Any) -> Any | None:
-        sch = tvm.s_tir.Schedule(mod, seed=_rand_state(rng.randrange(2**31)), debug_mask=0, error_render_level="none")
-        try:
-            trace.apply_to_schedule(sch, remove_postproc=True)
-            sch.enter_postproc()
-            for postproc in postprocs:
-                if not postproc.apply(sch):
-                    return None
-        except (RuntimeError, ValueError, TypeError, IndexError):  # TVM 0.27 raises builtin error types
-            return None
-        return sch
+        def replay(trace: Any) -> Any | None:
+            sch = tvm.s_tir.Schedule(
+                mod, seed=_rand_state(rng.randrange(2**31)), debug_mask=0, error_render_level="none"
+            )
+            try:
+                trace.apply_to_schedule(sch, remove_postproc=True)
+                sch.enter_postproc()
+                for postproc in postprocs:
+                    if not postproc.apply(sch):
+                        return None
+            except (RuntimeError, ValueError, TypeError, IndexError):  # TVM 0.27 raises builtin error types
+                return None
+            return sch
 
-    def offer(sch: Any | None, origin: str, keep: bool = True) -> int:
-        """1: new; 0: rejected (says nothing about exhaustion); -1: a duplicate."""
-        stats.attempts += 1
-        if sch is None:
-            stats.rejected += 1
-            return 0
-        key = program_key(sch.trace)
-        if key in seen:
-            stats.duplicates += 1
-            return -1
-        seen.add(key)
-        if keep:
-            found.append(sch)
-            stats.origins.append(origin)
-        return 1
+        def offer(sch: Any | None, origin: str, keep: bool = True) -> int:
+            """1: new; 0: rejected (says nothing about exhaustion); -1: a duplicate."""
+            if interrupted.is_set():
+                raise KeyboardInterrupt
+            stats.attempts += 1
+            if sch is None:
+                stats.rejected += 1
+                return 0
+            key = program_key(sch.trace)
+            if key in seen:
+                stats.duplicates += 1
+                return -1
+            seen.add(key)
+            if keep:
+                found.append(sch)
+                stats.origins.append(origin)
+            return 1
 
-    def mutate(parent: Any) -> Any | None:
-        x, mutator = rng.random() * total_p, mutators[-1][0]
-        for m, p in mutators:
-            if x < p:
-                mutator = m
-                break
-            x -= p
-        new_trace = ms_ffi.MutatorApply(mutator, parent.trace, _rand_state(rng.randrange(2**31)))
-        return replay(new_trace) if new_trace is not None else None
+        def mutate(parent: Any) -> Any | None:
+            x, mutator = rng.random() * total_p, mutators[-1][0]
+            for m, p in mutators:
+                if x < p:
+                    mutator = m
+                    break
+                x -= p
+            new_trace = ms_ffi.MutatorApply(mutator, parent.trace, _rand_state(rng.randrange(2**31)))
+            return replay(new_trace) if new_trace is not None else None
 
-    # phase 1: random sampling from the design spaces
-    random_size = size if max_random is None else min(size, max_random)
-    misses = 0
-    while len(found) < random_size and misses < patience and stats.attempts < max_attempts:
-        outcome = offer(replay(spaces[rng.randrange(len(spaces))]), "random")
-        if outcome > 0:
-            stats.found_random += 1
-            misses = 0
-        elif outcome < 0:
-            misses += 1
-    # phase 2: mutation of pool members, or evolutionary search guided by a model
-    misses = 0
-    total_p = sum(p for _, p in mutators)
-    if model is not None and found and mutators and total_p > 0:
-        _evolve(found, stats, size, patience, max_attempts, population, rng, mutate, offer, schedule_scorer(model, mod))
-    while (
-        model is None
-        and found
-        and mutators
-        and total_p > 0
-        and len(found) < size
-        and misses < patience
-        and stats.attempts < max_attempts
-    ):
-        outcome = offer(mutate(found[rng.randrange(len(found))]), "mutation")
-        if outcome > 0:
-            stats.found_mutation += 1
-            misses = 0
-        elif outcome < 0:
-            misses += 1
+        # phase 1: random sampling from the design spaces
+        random_size = size if max_random is None else min(size, max_random)
+        misses = 0
+        while len(found) < random_size and misses < patience and stats.attempts < max_attempts:
+            outcome = offer(replay(spaces[rng.randrange(len(spaces))]), "random")
+            if outcome > 0:
+                stats.found_random += 1
+                misses = 0
+            elif outcome < 0:
+                misses += 1
+        # phase 2: mutation of pool members, or evolutionary search guided by a model
+        misses = 0
+        total_p = sum(p for _, p in mutators)
+        if model is not None and found and mutators and total_p > 0:
+            _evolve(
+                found, stats, size, patience, max_attempts, population, rng, mutate, offer, schedule_scorer(model, mod)
+            )
+        while (
+            model is None
+            and found
+            and mutators
+            and total_p > 0
+            and len(found) < size
+            and misses < patience
+            and stats.attempts < max_attempts
+        ):
+            outcome = offer(mutate(found[rng.randrange(len(found))]), "mutation")
+            if outcome > 0:
+                stats.found_mutation += 1
+                misses = 0
+            elif outcome < 0:
+                misses += 1
+    if interrupted.is_set():  # Ctrl-C after the last candidate
+        raise KeyboardInterrupt
     stats.exhausted = len(found) < size
     stats.seconds = time.perf_counter() - start
     if stats.exhausted:
