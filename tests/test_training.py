@@ -499,7 +499,7 @@ def trained(small_real):
     train, test, store_fz, seq_fz, _real = small_real
     mlp = MLPCostModel(featurizer=store_fz, epochs=30, batch_size=32, verbose=False)
     mlp.fit(train, seed=0)
-    tlp = TLPCostModel(featurizer=seq_fz, epochs=10, batch_size=32, verbose=False)
+    tlp = TLPCostModel(featurizer=seq_fz, epochs=10, batch_size=32, sigma=2.0, verbose=False)
     tlp.fit(train, seed=0)
     return {"mlp": mlp, "tlp": tlp}
 
@@ -522,7 +522,8 @@ def test_checkpoint_round_trip_gives_identical_predictions(small_real, trained, 
     config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
     assert config["model"] == name and config["featurizer"] == {"name": model.featurizer.name, "version": "1"}
     assert {"hyper_parameters", "profile", "dataset_fingerprint", "metrics", "tcl_version", "date"} <= set(config)
-    loaded = load_model(tmp_path / "ckpt", featurizer=model.featurizer)
+    loaded = load_model(tmp_path / "ckpt", featurizer=model.featurizer, verbose=False)
+    assert loaded.train_config == model.train_config  # every training option comes back (tlp: sigma 2)
     for task, progs in small_real[1]:
         assert np.array_equal(loaded.predict(task, progs), model.predict(task, progs))
         assert np.array_equal(loaded.embed(task, progs), model.embed(task, progs))

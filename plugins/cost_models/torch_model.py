@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+import attrs
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -47,6 +48,9 @@ from tcl_plugins.cost_models.checkpoints import (
 from tcl_plugins.cost_models.features import features_of, resolve_featurizer
 
 
+TRAIN_OPTIONS = frozenset(attrs.fields_dict(TrainConfig))
+
+
 class MCDropout(nn.Module):
     """Dropout that is on only while ``active`` is set (MC-dropout passes), whatever the mode."""
 
@@ -74,10 +78,10 @@ class ResidualLinear(nn.Module):
 class TorchCostModel(CostModel, OnlineUpdatable):
     """Common part of ``mlp``, ``tlp`` and ``mamba``: featurize, train, predict, save, load.
 
-    Options (all keyword): ``featurizer`` (name or object), ``epochs``, ``lr``,
-    ``weight_decay``, ``batch_size``, ``grad_clip``, ``patience``, ``keep_by``, ``device``, ``verbose``,
-    ``cache_dir`` (feature cache, see :mod:`tcl.records.feature_cache`), ``dropout`` (MC-dropout p),
-    ``mc_passes`` and the architecture's own options.
+    Options (all keyword): ``featurizer`` (name or object), the fields of
+    :class:`~tcl.learning.training.TrainConfig` (``epochs``, ``lr``, ``keep_by``, ...), ``cache_dir``
+    (feature cache, see :mod:`tcl.records.feature_cache`), ``dropout`` (MC-dropout p), ``mc_passes``
+    and the architecture's own options.
     """
 
     name = "torch"
@@ -88,22 +92,14 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         self,
         *,
         featurizer: str | Featurizer | None = None,
-        epochs: int = 50,
-        lr: float = 7e-4,
-        weight_decay: float = 1e-6,
-        batch_size: int = 512,
-        grad_clip: float = 0.5,
-        patience: int = 10,
-        keep_by: str = "pairwise",
-        loss: str = "lambdarank",
-        device: str = "auto",
-        verbose: bool = True,
         cache_dir: str | os.PathLike | None = None,
         dropout: float = 0.1,
         mc_passes: int = 20,
-        threads: int | None = None,
-        **arch: Any,
+        **options: Any,
     ):
+        # Training options and their defaults live in TrainConfig alone; the rest are the architecture's.
+        training = {k: v for k, v in options.items() if k in TRAIN_OPTIONS}
+        arch = {k: v for k, v in options.items() if k not in TRAIN_OPTIONS}
         unknown = sorted(set(arch) - set(self.arch_defaults))
         if unknown:
             raise TypeError(f"unknown option(s) {unknown} for cost model {self.name}")
@@ -112,19 +108,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         validation.number(dropout, f"cost model {self.name} option dropout", inclusive=True)
         validation.whole(mc_passes, f"cost model {self.name} option mc_passes")
         self.featurizer = resolve_featurizer(featurizer if featurizer is not None else self.default_featurizer)
-        self.train_config = TrainConfig(
-            epochs=epochs,
-            lr=lr,
-            weight_decay=weight_decay,
-            batch_size=batch_size,
-            grad_clip=grad_clip,
-            patience=patience,
-            keep_by=keep_by,
-            loss=loss,
-            device=device,
-            verbose=verbose,
-            threads=threads,
-        )
+        self.train_config = TrainConfig(**training)
         self.arch = {**self.arch_defaults, **arch}
         self.dropout = dropout
         self.mc_passes = mc_passes
@@ -132,7 +116,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         self.in_dim: int | None = None
         self.module: nn.Module | None = None
         self.config_file: Path | None = None  # the checkpoint's config.json, once loaded from one
-        self.device = resolve_device(device)
+        self.device = resolve_device(self.train_config.device)
         self.info: dict[str, Any] = {}  # profile, dataset fingerprint, metrics, counts
         # Output layers of other platforms (multi-task transfer): profile -> decoder state dict.
         self.heads: dict[str, dict[str, torch.Tensor]] = {}
@@ -221,18 +205,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
 
     def update_online(self, records: ProgramSet, *, epochs: int, seed: int) -> None:
         groups, counts = make_groups(records, self.featurize_set)
-        base = self.train_config
-        config = TrainConfig(
-            epochs=epochs,
-            lr=base.lr,
-            weight_decay=base.weight_decay,
-            batch_size=base.batch_size,
-            grad_clip=base.grad_clip,
-            loss=base.loss,
-            device=str(self.device),
-            verbose=False,
-            threads=base.threads,
-        )
+        config = attrs.evolve(self.train_config, epochs=epochs, device=str(self.device), verbose=False)
         train_ranking(self.module, self.collate, groups, None, config=config, name=self.name, seed=seed, counts=counts)
 
     def parameter_count(self) -> int:
@@ -385,8 +358,8 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         in_dim = hp.pop("in_dim", None)
         if not isinstance(in_dim, int):
             raise TclError(f"{cfg_path}: hyper_parameters.in_dim missing; the checkpoint is incomplete")
-        known = set(TrainConfig().as_dict()) | set(cls.arch_defaults) | {"dropout", "mc_passes"}
-        hp = {k: v for k, v in hp.items() if k in known and k not in ("sigma", "threads", "device", "verbose")}
+        known = (TRAIN_OPTIONS | set(cls.arch_defaults) | {"dropout", "mc_passes"}) - {"threads", "device", "verbose"}
+        hp = {k: v for k, v in hp.items() if k in known}
         try:
             model = cls(featurizer=fz, device=device, verbose=verbose, threads=threads, **hp)
         except TclError as exc:

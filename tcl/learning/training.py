@@ -403,9 +403,9 @@ def train_ranking(
     """Train ``module`` with LambdaRank (plus ``extra_loss``, if given) on ``train`` groups;
     keep the best epoch.
 
-    With ``valid`` groups the best epoch is the one with the highest validation Top-1 and
-    training stops after ``patience`` epochs without improvement; without them the best is
-    the lowest training loss. The module is left on the chosen device with the best weights.
+    With ``valid`` groups the best epoch is the one with the best validation ``keep_by`` metric
+    and training stops after ``patience`` epochs without improvement; without them the best is
+    the lowest training ranking loss. The module is left on the chosen device with the best weights.
     """
     config = config or TrainConfig()
     with torch_threads(config.threads):
