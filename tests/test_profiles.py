@@ -34,6 +34,7 @@ runtime_threads = 4
 [target]
 kind = "llvm"
 mcpu = "znver3"
+num-cores = 4
 """
 
 
@@ -59,6 +60,11 @@ def test_user_directory_adds_and_shadows(tmp_path):
         (GOOD + "[measure]\nrepeats = 2\n", "key 'measure.repeats': unknown"),
         (GOOD.replace('kind = "llvm"', 'kinds = "llvm"'), "key 'target.kind': expected a table with a string 'kind'"),
         ("colour = 1\n" + GOOD, "key 'colour': unknown"),
+        (
+            GOOD.replace("num-cores = 4\n", ""),
+            "key 'target.num-cores': expected a positive integer or \"auto\" (the cores a CPU program may use), "
+            "got nothing",
+        ),
         ("name = ", "not valid TOML"),
     ],
 )

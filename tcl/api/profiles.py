@@ -153,6 +153,8 @@ def validate_profile(raw: dict[str, Any], source: str) -> None:
     target = raw.get("target")
     if not isinstance(target, dict) or not isinstance(target.get("kind"), str):
         raise fail("target.kind" if isinstance(target, dict) else "target", "a table with a string 'kind'")
+    if target["kind"] == "llvm" and "num-cores" not in target:  # MetaSchedule's CPU rules read it
+        raise fail("target.num-cores", f'a positive integer or "{AUTO}" (the cores a CPU program may use)')
     threads = raw.get("runtime_threads", AUTO)
     if not (threads == AUTO or (isinstance(threads, int) and not isinstance(threads, bool) and threads > 0)):
         raise fail("runtime_threads", f'a positive integer or "{AUTO}"')
