@@ -133,6 +133,7 @@ def test_unknown_names_fail_before_work(workload_dir, tmp_path):
     cases = [
         (["--sampler", "best"], "unknown sampler 'best'; choices: all, random"),
         (["--profile", "x86-nope"], "unknown profile 'x86-nope'; choices:"),
+        (["--rounds", "2", "--model", "xgb", "--epochs", "2"], "cost model 'xgb': bad options"),
     ]
     for extra, expected in cases:
         out = tmp_path / "never"

@@ -44,6 +44,8 @@ def test_user_directory_adds_and_shadows(tmp_path):
     profiles = {p["name"]: p for p in run_tcl_json("--profiles-dir", str(tmp_path), "profiles")["profiles"]}
     assert profiles["mine"]["runtime_threads"] == 4
     assert profiles["x86-avx2"]["target"]["mcpu"] == "znver3"
+    after = run_tcl_json("profiles", "--profiles-dir", str(tmp_path))["profiles"]  # after the command works too
+    assert "mine" in {p["name"] for p in after}
     env = tcl_env(TCL_PROFILES_PATH=str(tmp_path))
     assert "mine" in {p["name"] for p in run_tcl_json("profiles", env=env)["profiles"]}
 

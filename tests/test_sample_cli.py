@@ -60,6 +60,16 @@ def test_unknown_sampler_lists_choices(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+def test_an_option_the_round_model_refuses_stops_before_round_1(tmp_path):
+    proc = run_tcl(
+        *("sample", "--sampler", "random", "--budget", "0.1", "--data", str(BUNDLED), "--profile", "x86-avx2"),
+        *("--rounds", "2", "--model", "xgb", "--epochs", "2", "--out", str(tmp_path / "s")),
+    )
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "cost model 'xgb': bad options" in proc.stderr and "unknown option(s) ['epochs']" in proc.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_sampler_options_make_rdu_a_single_criterion_sampler(tmp_path, small_records):
     common = ("--budget", "0.05", "--data", str(small_records), "--profile", "x86-avx2")
     r_only = run_tcl("sample", "--sampler", "rdu-r", *common, "--out", str(tmp_path / "r"))

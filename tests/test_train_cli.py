@@ -73,6 +73,17 @@ def test_eval_on_another_profile_warns(checkpoint, small_records):
     assert "trained on profile x86-avx2 but the records are of x86-avx512" in proc.stderr
 
 
+def test_a_profile_the_records_do_not_hold_is_named_with_the_ones_they_do(checkpoint, small_records, tmp_path):
+    for args in (
+        ["eval", "--model", str(checkpoint)],
+        ["train", "--model", "mlp", "--out", str(tmp_path / "never")],
+    ):
+        proc = run_tcl(*args, "--data", str(small_records), "--profile", "x86-av2")
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert f"{small_records} holds no records of profile 'x86-av2'; it holds x86-avx2" in proc.stderr
+    assert not (tmp_path / "never").exists()
+
+
 def test_eval_rejects_a_non_checkpoint(tmp_path):
     proc = run_tcl("eval", "--model", str(tmp_path), "--data", str(BUNDLED))
     assert proc.returncode == 2

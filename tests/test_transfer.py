@@ -274,7 +274,7 @@ def test_cli_transfer_json(data, teacher, tmp_path):
             ["--strategy", "continual-kd", "--distill-on", "pool", "--tau", "0"],
             "argument --tau: must be a finite number > 0, got 0.0",
         ),
-        (["--strategy", "continual-kd", "--held-out", "alexnet"], "held-out network(s) alexnet not in the records"),
+        (["--strategy", "continual-kd", "--held-out", "alexnet"], "network(s) alexnet not in the records"),
     ],
 )
 def test_cli_errors_are_one_line(extra, expected, data, teacher, tmp_path, capsys):

@@ -47,7 +47,6 @@ from tcl_plugins.cost_models.checkpoints import (
 )
 from tcl_plugins.cost_models.features import features_of, resolve_featurizer
 
-
 TRAIN_OPTIONS = frozenset(attrs.fields_dict(TrainConfig))
 
 

@@ -4,9 +4,10 @@ exit status 1, with the traceback when ``TCL_TRACEBACK=1``."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from tcl import __version__
 from tcl.api.discovery import crash_origin
@@ -46,17 +47,23 @@ COMMANDS = (
 def build_parser() -> Parser:
     parser = Parser(prog="tcl", description="TCL: fast cross-hardware tensor program tuning on TVM MetaSchedule.")
     parser.add_argument("--version", action="version", version=f"tcl {__version__}")
-    parser.add_argument(
-        "--profiles-dir",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra directory of hardware profile TOML files (repeatable)",
-    )
+    _add_profiles_dir(parser, [])
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(subparsers)
+    for command in subparsers.choices.values():  # also after the command: `tcl profiles --profiles-dir D`
+        _add_profiles_dir(command, argparse.SUPPRESS)
     return parser
+
+
+def _add_profiles_dir(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument(
+        "--profiles-dir",
+        action="append",
+        default=default,
+        metavar="DIR",
+        help="extra directory of hardware profile TOML files (repeatable)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -66,10 +66,14 @@ def sampler_option(text: str) -> tuple[str, Any]:
 
 def round_model_options(name: str, epochs: int | None, threads: int = 1) -> dict[str, Any]:
     """Options of the model trained between rounds: quiet, ``epochs``, ``threads`` (runtime
-    hints, passed only to a factory that declares them)."""
+    hints, passed only to a factory that declares them). Built once here, so that an option the
+    model refuses stops the command before round 1 measures anything."""
+    from tcl.api import discovery
+
     options: dict[str, Any] = {"verbose": False, "threads": threads}
     if epochs is not None:
         options["epochs"] = epochs
+    discovery.registry().create("cost_models", name, **options)
     return options
 
 

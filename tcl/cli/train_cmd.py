@@ -26,8 +26,9 @@ def add_parser(subparsers: Any) -> None:
     train = subparsers.add_parser(
         "train",
         help="train a cost model on measured records",
-        description="Train a cost model (see tcl plugins) with LambdaRank within tasks on records under DATA "
-        "(any tree of TVM JSONDatabases). Tasks of --held-out networks are kept out for evaluation.",
+        description="Train a cost model (see tcl plugins) on records under DATA (any tree of TVM "
+        "JSONDatabases); the built-in torch models learn to rank programs within each task (loss option: "
+        "LambdaRank by default). Tasks of --held-out networks are kept out for evaluation.",
     )
     train.add_argument("--model", required=True, help="cost model name: mlp, tlp, mamba, xgb, or a plugin's")
     add_data_option(train)

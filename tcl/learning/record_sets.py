@@ -56,8 +56,7 @@ def split_by_network(records: ProgramSet, held_out: Sequence[str]) -> tuple[Prog
     unknown = sorted(held_set - known)
     if unknown:
         raise TclError(
-            f"held-out network(s) {', '.join(unknown)} not in the records; "
-            f"networks there: {', '.join(sorted(known)) or 'none'}"
+            f"network(s) {', '.join(unknown)} not in the records; networks there: {', '.join(sorted(known)) or 'none'}"
         )
     in_held = [k for k, t in records.tasks.items() if held_set & set(t.networks)]
     held_keys = set(in_held)

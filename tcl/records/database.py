@@ -280,14 +280,18 @@ def load_records(path: str | os.PathLike, *, profile: str | None = None, one_cpu
     dbs = find_databases(path)
     chosen: list[tuple[Path, dict[str, Any] | None]] = []
     profiles: dict[str, Path] = {}
+    others: set[str] = set()
     for db in dbs:
         manifest = read_manifest(db)
         p = (manifest or {}).get("profile")
         if profile is not None and p != profile:
+            others.update([p] if p else [])
             continue
         if p is not None:
             profiles.setdefault(p, db)
         chosen.append((db, manifest))
+    if not chosen and others:  # most likely a misspelt profile: say which ones are there
+        raise TclError(f"{path} holds no records of profile '{profile}'; it holds {', '.join(sorted(others))}")
     if len(profiles) > 1:
         names = ", ".join(f"{p} ({d})" for p, d in profiles.items())
         raise TclError(
