@@ -400,8 +400,8 @@ def train_ranking(
     counts: Mapping[str, int] | None = None,
     extra_loss: ExtraLoss | None = None,
 ) -> TrainResult:
-    """Train ``module`` with LambdaRank (plus ``extra_loss``, if given) on ``train`` groups;
-    keep the best epoch.
+    """Train ``module`` with ``config.loss`` (LambdaRank by default; plus ``extra_loss``, if
+    given) on ``train`` groups; keep the best epoch.
 
     With ``valid`` groups the best epoch is the one with the best validation ``keep_by`` metric
     and training stops after ``patience`` epochs without improvement; without them the best is
