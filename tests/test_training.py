@@ -225,7 +225,7 @@ def test_splits_by_task_programs_and_network():
     assert all(len(te.programs[k]) == 3 and len(tr.programs[k]) == 7 for k in ps.tasks)
     train, held = split_by_network(ps, ["net-b"])
     assert set(held.tasks) == {"task1", "task3"} and set(train.tasks) == {"task0", "task2", "task4"}
-    with pytest.raises(TclError, match="held-out network"):
+    with pytest.raises(TclError, match=r"network\(s\) nope not in the records"):
         split_by_network(ps, ["nope"])
 
 
