@@ -79,7 +79,6 @@ def round_model_options(name: str, epochs: int | None, threads: int = 1) -> dict
 
 def round_model(spec: str | None, epochs: int | None, threads: int) -> tuple[Any, str | None, dict[str, Any]]:
     """(round-1 model, model name trained between rounds, its options) from ``--model``."""
-    from tcl.api import discovery
     from tcl.learning.evaluation import checkpoint_config, load_checkpoint
 
     if spec is None:
@@ -87,8 +86,7 @@ def round_model(spec: str | None, epochs: int | None, threads: int) -> tuple[Any
     if Path(spec).is_dir():
         model, name = load_checkpoint(Path(spec)), checkpoint_config(Path(spec))["model"]
     else:
-        model, name = None, spec
-        discovery.registry().get("cost_models", name)
+        model, name = None, spec  # round_model_options refuses an unknown name
     return model, name, round_model_options(name, epochs, threads)
 
 

@@ -51,7 +51,7 @@ import sys
 import time
 import types
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import attrs
 
@@ -282,38 +282,29 @@ def generate_pool_with_stats(
             new_trace = ms_ffi.MutatorApply(mutator, parent.trace, _rand_state(rng.randrange(2**31)))
             return replay(new_trace) if new_trace is not None else None
 
+        def draw(target: int, candidate: Callable[[], Any], origin: str) -> int:
+            """Offer candidates until the pool has ``target``, ``patience`` misses in a row or
+            the attempt cap; how many were new."""
+            new = misses = 0
+            while len(found) < target and misses < patience and stats.attempts < max_attempts:
+                outcome = offer(candidate(), origin)
+                if outcome > 0:
+                    new, misses = new + 1, 0
+                elif outcome < 0:
+                    misses += 1
+            return new
+
         # phase 1: random sampling from the design spaces
         random_size = size if max_random is None else min(size, max_random)
-        misses = 0
-        while len(found) < random_size and misses < patience and stats.attempts < max_attempts:
-            outcome = offer(replay(spaces[rng.randrange(len(spaces))]), "random")
-            if outcome > 0:
-                stats.found_random += 1
-                misses = 0
-            elif outcome < 0:
-                misses += 1
+        stats.found_random += draw(random_size, lambda: replay(spaces[rng.randrange(len(spaces))]), "random")
         # phase 2: mutation of pool members, or evolutionary search guided by a model
-        misses = 0
         total_p = sum(p for _, p in mutators)
-        if model is not None and found and mutators and total_p > 0:
-            _evolve(
-                found, stats, size, patience, max_attempts, population, rng, mutate, offer, schedule_scorer(model, mod)
-            )
-        while (
-            model is None
-            and found
-            and mutators
-            and total_p > 0
-            and len(found) < size
-            and misses < patience
-            and stats.attempts < max_attempts
-        ):
-            outcome = offer(mutate(found[rng.randrange(len(found))]), "mutation")
-            if outcome > 0:
-                stats.found_mutation += 1
-                misses = 0
-            elif outcome < 0:
-                misses += 1
+        if found and mutators and total_p > 0:
+            if model is not None:
+                scorer = schedule_scorer(model, mod)
+                _evolve(found, stats, size, patience, max_attempts, population, rng, mutate, offer, scorer)
+            else:
+                stats.found_mutation += draw(size, lambda: mutate(found[rng.randrange(len(found))]), "mutation")
     if interrupted.is_set():  # Ctrl-C after the last candidate
         raise KeyboardInterrupt
     stats.exhausted = len(found) < size

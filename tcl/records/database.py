@@ -285,7 +285,8 @@ def load_records(path: str | os.PathLike, *, profile: str | None = None, one_cpu
         manifest = read_manifest(db)
         p = (manifest or {}).get("profile")
         if profile is not None and p != profile:
-            others.update([p] if p else [])
+            if p:
+                others.add(p)
             continue
         if p is not None:
             profiles.setdefault(p, db)
