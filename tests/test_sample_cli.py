@@ -68,6 +68,22 @@ def test_an_option_the_round_model_refuses_stops_before_round_1(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "cost model 'xgb': bad options" in proc.stderr and "unknown option(s) ['epochs']" in proc.stderr
     assert not (tmp_path / "s").exists()
+    common = ("sample", "--sampler", "random", "--data", str(BUNDLED), "--rounds", "2", "--model", "mlp")
+    proc = run_tcl(*common, "--model-option", "widht=64", "--out", str(tmp_path / "s"))
+    assert proc.returncode == 2 and "unknown option(s) ['widht']" in proc.stderr, proc.stderr
+    twice = run_tcl(*common, "--model-option", "lr=0.01", "--model-option", "lr=0.1", "--out", str(tmp_path / "s"))
+    assert twice.returncode == 2 and "--model-option lr is given twice" in twice.stderr, twice.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_model_options_reach_the_round_model(tmp_path, small_records):
+    proc = run_tcl(
+        *("sample", "--sampler", "rdu", "--budget", "0.2", "--data", str(small_records), "--profile", "x86-avx2"),
+        *("--rounds", "2", "--model", "mlp", "--epochs", "1", "--model-option", "hidden=16"),
+        *("--out", str(tmp_path / "s")),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "in 2 rounds" in proc.stdout and load_records(tmp_path / "s").profile == "x86-avx2"
 
 
 def test_sampler_options_make_rdu_a_single_criterion_sampler(tmp_path, small_records):

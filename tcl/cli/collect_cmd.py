@@ -11,6 +11,7 @@ from tcl.api import defaults
 from tcl.api.validation import fraction, option, whole
 from tcl.cli.common import add_budget_option, add_seed_option, comma_list
 from tcl.cli.progress import RichReporter
+from tcl.cli.sample_cmd import add_round_model_options, round_model_options
 
 
 def add_parser(subparsers: Any) -> None:
@@ -81,13 +82,12 @@ def add_parser(subparsers: Any) -> None:
         default=defaults.COST_MODEL,
         help=f"cost model trained between rounds (default {defaults.COST_MODEL})",
     )
-    parser.add_argument("--epochs", type=option(whole), default=None, help="its training epochs (model default)")
+    add_round_model_options(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from tcl.api.profiles import get_profile
-    from tcl.cli.sample_cmd import round_model_options
     from tcl.learning.collect import collect
 
     profile = get_profile(args.profile, args.profiles_dir)
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         reporter=RichReporter(),
         rounds=args.rounds,
         model_name=args.model,
-        model_options=round_model_options(args.model, args.epochs),
+        model_options=round_model_options(args, args.model),
         pool_model=pool_model,
         pool_random=args.pool_random,
         idle_only=args.idle_only,

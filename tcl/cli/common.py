@@ -70,6 +70,40 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
 
+def key_value(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` as ``(key, value)``, the value read as JSON when it parses (``w_u=0`` gives
+    0, ``lr=1e-3`` a float), else kept as text (``mode=pool``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY a name, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
+
+
+def add_key_value_option(parser: argparse.ArgumentParser, flag: str, help: str) -> None:
+    """A repeatable ``flag KEY=VALUE`` option (read by :func:`key_value`)."""
+    parser.add_argument(
+        flag,
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="KEY=VALUE",
+        help=f"{help} (repeatable; VALUE is read as JSON when it parses, else as text)",
+    )
+
+
+def option_dict(pairs: Sequence[tuple[str, Any]], flag: str) -> dict[str, Any]:
+    """The ``(key, value)`` pairs of a repeatable option as a dict; a key given twice is refused."""
+    options: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in options:
+            raise TclError(f"{flag} {key} is given twice")
+        options[key] = value
+    return options
+
+
 def comma_list(text: str) -> list[str]:
     """The names of a comma-separated option (``a,b, c``), blanks and surrounding spaces dropped."""
     return [name.strip() for name in text.split(",") if name.strip()]

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from tcl.api.errors import TclError
 from tcl.api.validation import fraction, option, whole
 from tcl.cli.common import (
     add_data_option,
     add_held_out_option,
     add_json_option,
+    add_key_value_option,
     add_seed_option,
     add_threads_option,
     comma_list,
+    option_dict,
     print_json,
     print_table,
 )
@@ -43,14 +43,11 @@ def add_parser(subparsers: Any) -> None:
     )
     train.add_argument("--epochs", type=option(whole), default=None, help="training epochs (model default: 50)")
     train.add_argument("--batch-size", type=option(whole), default=None, help="programs per batch (model default: 512)")
-    train.add_argument(
+    add_key_value_option(
+        train,
         "--option",
-        action="append",
-        default=[],
-        type=model_option,
-        metavar="KEY=VALUE",
-        help="another option of the cost model (repeatable; VALUE is read as JSON when it parses, else as text), "
-        "e.g. --option lr=0.001; docs/cost-models.md lists each built-in model's options",
+        "another option of the cost model, e.g. --option lr=0.001; docs/cost-models.md lists each "
+        "built-in model's options",
     )
     add_seed_option(train)
     add_threads_option(train)
@@ -81,23 +78,8 @@ def add_parser(subparsers: Any) -> None:
     ev.set_defaults(handler=run_eval)
 
 
-def model_option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` as ``(key, value)``, the value parsed as JSON when it is JSON."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip().isidentifier():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY a name, got {text!r}")
-    try:
-        return key.strip(), json.loads(value)
-    except ValueError:
-        return key.strip(), value
-
-
 def _model_options(args: argparse.Namespace) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for key, value in args.option:
-        if key in options:
-            raise TclError(f"--option {key} is given twice")
-        options[key] = value
+    options = option_dict(args.option, "--option")
     if args.epochs is not None:
         options["epochs"] = args.epochs
     if args.batch_size is not None:
