@@ -179,3 +179,16 @@ def test_an_ensemble_of_named_members_trains_each_with_its_own_seed(two_tasks, t
         proc = run_tcl(*args[:-1], str(tmp_path / "never"), "--option", option)
         assert proc.returncode == 2 and message in proc.stderr and not (tmp_path / "never").exists(), proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_train_scores_the_held_out_network_as_eval_does(tmp_path):
+    # gpt-block's bundled records hold failed programs: both commands count them as infinitely slow
+    out = tmp_path / "mlp"
+    common = ("--data", str(BUNDLED), "--profile", "x86-avx2")
+    proc = run_tcl("train", "--model", "mlp", *common, "--held-out", "gpt-block", "--epochs", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("held-out networks gpt-block:"))
+    said = dict(item.rsplit(" ", 1) for item in line.split(": ", 1)[1].split(", "))
+    scored = json.loads(run_tcl("eval", "--model", str(out), *common, "--network", "gpt-block", "--json").stdout)
+    for key in ("top1", "top5", "pairwise", "tasks", "programs"):
+        assert said[key] == (f"{scored[key]:.4f}" if isinstance(scored[key], float) else str(scored[key])), key

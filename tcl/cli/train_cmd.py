@@ -98,9 +98,11 @@ def run_train(args: argparse.Namespace) -> int:
     require_checkpoint_dir(args.out)
     model = discovery.registry().create("cost_models", args.model, **_model_options(args))
     split = load_split(args.split) if args.split is not None else None
-    records, _ = clean_records(load_records(args.data, profile=args.profile))
+    records = load_records(args.data, profile=args.profile)
     held_out = list(split.test) if split is not None else comma_list(args.held_out)
     train, held = split_by_network(records, held_out) if held_out else (records, None)
+    # the held-out part keeps its failed programs, so it is scored as `tcl eval` scores it
+    train, _ = clean_records(train)
     if split is not None and split.validation:
         train, valid = split_by_network(train, split.validation)
     else:
