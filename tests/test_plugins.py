@@ -279,3 +279,12 @@ def test_the_example_package_has_a_working_plugin_of_every_extension_point(insta
     network = discovery.load_registry().create("networks", "tiny-convnet")
     tasks = extract_tasks(network, {"kind": "llvm", "num-cores": 2})
     assert any("conv2d" in t.name for t in tasks)
+    # as `tcl tune` builds it: its factory declares no seed, so it gets none
+    from tcl.tuning.methods import resolve_network
+
+    discovery.registry.cache_clear()
+    try:
+        name, tuned = resolve_network("tiny-convnet", seed=3)
+    finally:
+        discovery.registry.cache_clear()
+    assert name == "tiny-convnet" and tuned.example_inputs[0].shape == (1, 3, 32, 32)

@@ -101,9 +101,10 @@ class Registry:
 
 #: Keyword arguments the core passes to plugin factories (and to a cost model's ``load``) on
 #: its own, not because a user asked: how many CPU threads, whether to print progress, where
-#: to keep cached features, which device. A factory receives those it declares (or all, with
-#: ``**kwargs``); user-given options are always passed, so a misspelt one is still an error.
-RUNTIME_HINTS = frozenset({"threads", "verbose", "cache_dir", "device"})
+#: to keep cached features, which device, the seed of a network's weights. A factory receives
+#: those it declares (or all, with ``**kwargs``); user-given options are always passed, so a
+#: misspelt one is still an error.
+RUNTIME_HINTS = frozenset({"threads", "verbose", "cache_dir", "device", "seed"})
 
 
 def declared_hints(factory: Any, options: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ def add_parser(subparsers: Any) -> None:
         help="run an experiment from a TOML config (configs/*.toml)",
         description="Run the experiment a TOML config describes ([experiment] kind = sampling, models, ...). "
         "Names of samplers and cost models are checked before any work. OUT gets "
-        "config.resolved.json, results.json and results.png; paths in the config are relative to it.",
+        "config.resolved.json, results.json and results.png; paths in the config are relative to the config file's folder.",
     )
     parser.add_argument("config", type=Path, help="experiment config (TOML)")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default: runs/<config name>)")

@@ -23,7 +23,7 @@ def add_parser(subparsers: Any) -> None:
         "sample",
         help="choose a subset of measured records with a sampler (offline)",
         description="Per task, choose --budget of the measured programs under DATA with a sampler and write them "
-        "to SUBSET_DIR as a TVM JSONDatabase, to study samplers without measuring again. With "
+        "to OUT as a TVM JSONDatabase, to study samplers without measuring again. With "
         "--rounds R the budget is spent in R active-learning rounds: after each round a --model is "
         "trained on the recorded latencies of what was chosen and guides the next round. "
         "(Online sampling while measuring: tcl collect --sampler S --budget F.)",

@@ -35,7 +35,7 @@ def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: i
         if input_shape is not None:
             raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
 
-        return spec, discovery.registry().get("networks", spec).factory(seed=seed)
+        return spec, discovery.registry().create("networks", spec, seed=seed)  # a factory without seed gets none
     import torch
 
     path, cls_name = in_file
