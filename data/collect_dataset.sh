@@ -5,7 +5,7 @@
 # after every step that measured something. Safe to interrupt and rerun: each stage resumes
 # where it stopped, and the random sampler's fixed per-task order makes a resumed or later
 # stage pick the same programs (so the other profiles get the programs x86-avx2 has).
-# Ctrl-C stops after the current batch and still packs what was measured.
+# Ctrl-C stops after the current batch, packs what was measured and ends the script.
 #
 #   STAGES="1 2" data/collect_dataset.sh     # only some stages (default: all, in order)
 #   TRAIN_TASKS=250 CHUNK=50 ...            # training tasks measured (round-robin over the
@@ -45,6 +45,7 @@ measure() {  # profile networks sampler budget [collect options...]: one resumab
     status=$?
   after=$( (cat "$WORK/$profile/database_tuning_record.json" 2>/dev/null || true) | wc -l)
   [ "$before" = "$after" ] || pack  # also after Ctrl-C: what was measured is kept
+  [ "$status" != 130 ] || exit 130  # Ctrl-C stops the whole script, not only this step
   return "$status"
 }
 training() {  # profile budget: the training and validation tasks, CHUNK more tasks per step
