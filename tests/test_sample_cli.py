@@ -76,16 +76,6 @@ def test_an_option_the_round_model_refuses_stops_before_round_1(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
-def test_model_options_reach_the_round_model(tmp_path, small_records):
-    proc = run_tcl(
-        *("sample", "--sampler", "rdu", "--budget", "0.2", "--data", str(small_records), "--profile", "x86-avx2"),
-        *("--rounds", "2", "--model", "mlp", "--epochs", "1", "--model-option", "hidden=16"),
-        *("--out", str(tmp_path / "s")),
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "in 2 rounds" in proc.stdout and load_records(tmp_path / "s").profile == "x86-avx2"
-
-
 def test_sampler_options_make_rdu_a_single_criterion_sampler(tmp_path, small_records):
     common = ("--budget", "0.05", "--data", str(small_records), "--profile", "x86-avx2")
     r_only = run_tcl("sample", "--sampler", "rdu-r", *common, "--out", str(tmp_path / "r"))

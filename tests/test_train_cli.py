@@ -183,9 +183,9 @@ def test_an_ensemble_of_named_members_trains_each_with_its_own_seed(two_tasks, t
 
 def test_train_scores_the_held_out_network_as_eval_does(tmp_path):
     # gpt-block's bundled records hold failed programs: both commands count them as infinitely slow
-    out = tmp_path / "mlp"
+    out = tmp_path / "tlp"
     common = ("--data", str(BUNDLED), "--profile", "x86-avx2")
-    proc = run_tcl("train", "--model", "mlp", *common, "--held-out", "gpt-block", "--epochs", "1", "--out", str(out))
+    proc = run_tcl("train", "--model", "tlp", *common, "--held-out", "gpt-block", "--epochs", "1", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     line = next(line for line in proc.stdout.splitlines() if line.startswith("held-out networks gpt-block:"))
     said = dict(item.rsplit(" ", 1) for item in line.split(": ", 1)[1].split(", "))
