@@ -209,6 +209,7 @@ def test_ctrl_c_while_drawing_the_pool_stops_at_once(workload_dir, tmp_path):
     assert not (out / RECORD_FILE).exists()  # it was still drawing: nothing measured
 
 
+@pytest.mark.slow  # ~40 s: everything runs beside two busy loops (the idle-only test below covers the load monitor)
 def test_collect_warns_about_programs_timed_while_others_use_the_cpu(workload_dir, tmp_path):
     from conftest import foreign_busy_loop
 

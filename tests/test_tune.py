@@ -124,6 +124,8 @@ def test_interrupted_tuning_resumes_and_the_tuned_network_matches_torch(checkpoi
     faster = "tuned" if timed["tuned"] <= timed["default"] else "default"
     assert (result["tuned_functions"] == [task.name]) == (faster == "tuned")  # the faster one is compiled
     assert (task.name in result["default_functions"]) == (faster == "default")
+    if faster == "tuned":  # the default race of the 3 best records inside the network
+        assert result["race"]["k"] == 3 and result["race"]["tasks"] == 1
     assert result["max_rel_error"] < 1e-3 and result["output_check"].startswith("allclose")
     assert result["latency_s"] > 0 and result["torch_latency_s"] > 0 and result["estimate_s"] > 0
     stats = result["cost_model_stats"]  # the rerun's share: our model scored each search population
@@ -502,6 +504,7 @@ def test_a_network_torch_compile_cannot_run_is_reported_not_raised():
     assert set(result) == {"torch_compile_error"} and "ValueError" in result["torch_compile_error"]
 
 
+@pytest.mark.slow  # two tunings and a race, ~35 s; the default race of `tcl tune` runs in the resume test above
 def test_racing_compiles_each_tasks_record_that_ran_fastest_inside_the_network(tiny_net, tmp_path):
     """A task's best records raced inside the compiled network: the pick is the rank whose
     functions took least there, the returned database holds that record, and the picks are
