@@ -234,7 +234,7 @@ def test_tuning_config_tunes_a_file_network_named_relative_to_it(tiny_net, tmp_p
     )
     (base / "no-shape.toml").write_text(text)  # no input_shape: refused before any work
     assert main(["run", str(base / "no-shape.toml"), "--out", str(tmp_path / "none")]) == 2
-    assert "give its input_shape" in capsys.readouterr().err and not (tmp_path / "none").exists()
+    assert "input_shape = [1, 3, 32, 32]" in capsys.readouterr().err and not (tmp_path / "none").exists()
     (base / "no-file.toml").write_text(text.replace("tiny_net.py", "missing.py") + "input_shape = [4, 64]\n")
     assert main(["run", str(base / "no-file.toml"), "--out", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
@@ -326,7 +326,10 @@ def test_online_needs_a_torch_model():
             ["--network", "NET:Missing", "--input-shape", "1,3", "--profile", "x86-avx2", "--cost-model", "xgb"],
             "defines no Missing",
         ),
-        (["--network", "NET:TinyMLP", "--profile", "x86-avx2", "--cost-model", "xgb"], "needs --input-shape"),
+        (
+            ["--network", "NET:TinyMLP", "--profile", "x86-avx2", "--cost-model", "xgb"],
+            "needs an input shape (--input-shape",
+        ),
         (
             ["--network", "NET:TinyMLP", "--input-shape", "1,x", "--profile", "x86-avx2", "--cost-model", "xgb"],
             "--input-shape '1,x'",
@@ -406,6 +409,44 @@ def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net
     assert result["unscheduled_functions"] == [] and result["max_rel_error"] < 1e-3
     # the network is timed on the profile's runtime_threads (x86-avx2: 2), the threads its candidates got
     assert result["tvm_threads"] == 2
+
+
+TOKEN_NET = """
+import torch
+
+
+class TokenNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(100, 32)
+        self.fc = torch.nn.Linear(32, 16)
+
+    def forward(self, ids, scale):
+        return torch.relu(self.fc(self.embed(ids) * scale))
+
+    def example_inputs(self):
+        return torch.randint(0, 100, (2, 8)), torch.rand(2, 8, 1)
+
+
+class NoInputs(TokenNet):
+    def example_inputs(self):
+        return "ids"
+"""
+
+
+def test_a_file_network_with_token_ids_and_two_inputs_gives_its_own_example_inputs(tmp_path, capsys):
+    from tcl.cli.main import main
+
+    net = tmp_path / "token_net.py"
+    net.write_text(TOKEN_NET)
+    args = [a.replace(":TinyMLP", ":TokenNet") for a in zero_trial_tune(net, tmp_path / "run")]
+    del args[args.index("--input-shape") : args.index("--input-shape") + 2]  # no shape: example_inputs() gives them
+    assert main([*args, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["unscheduled_functions"] == [] and result["model_chosen_functions"]
+    assert result["max_rel_error"] < 1e-3 and result["output_check"].startswith("allclose")
+    assert main([*[a.replace(":TokenNet", ":NoInputs") for a in args], "--json"]) == 2
+    assert "example_inputs() must return a tensor or a tuple of tensors" in capsys.readouterr().err
 
 
 LOAD_EXPORTED = """

@@ -25,9 +25,12 @@ def add_parser(subparsers: Any) -> None:
     tune.add_argument(
         "--network",
         required=True,
-        help="registered network (see tcl plugins) or path/file.py:ClassName (needs --input-shape)",
+        help="registered network (see tcl plugins) or path/file.py:ClassName (needs --input-shape, unless the "
+        "class has an example_inputs() method returning its inputs)",
     )
-    tune.add_argument("--input-shape", default=None, help="input shape of a file network, e.g. 1,3,32,32")
+    tune.add_argument(
+        "--input-shape", default=None, help="input shape of a file network, e.g. 1,3,32,32 (fed torch.randn of it)"
+    )
     tune.add_argument("--profile", required=True, help="hardware profile (see tcl profiles)")
     tune.add_argument(
         "--cost-model",

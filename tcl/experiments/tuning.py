@@ -19,7 +19,7 @@ SCHEMA = {
     "experiment": EXPERIMENT,
     "tuning": {
         "network": ("str", defaults.TUNING_NETWORK),  # a registered network or path/file.py:ClassName
-        "input_shape": ("list[int]", None),  # needed by a file network
+        "input_shape": ("list[int]", None),  # a file network's, unless it has example_inputs()
         "methods": ("list[str]", ["xgb", "random"]),  # tuned in this order; names or checkpoint dirs
         "baseline": ("str", None),  # the method (as listed, or its label) others are compared with; default first
         "trials": ("int", 64),
@@ -64,9 +64,7 @@ def validate(cfg: dict[str, Any], registry: Any) -> None:
     network, is_file = _network(cfg)
     if not is_file:
         plugin(registry, cfg, "networks", network)
-    elif tun["input_shape"] is None:
-        raise TclError(f"[tuning] network {tun['network']!r} is a file: give its input_shape, e.g. [1, 3, 32, 32]")
-    else:  # the file, its class and the module built from it, checked as tcl tune checks them
+    else:  # the file, its class, the module built from it and its inputs, checked as tcl tune checks them
         resolve_network(network, tun["input_shape"])
     for method in tun["methods"]:
         if method in registry.names("cost_models"):
