@@ -5,6 +5,7 @@ network must match torch."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -441,10 +442,10 @@ def test_a_file_network_with_token_ids_and_two_inputs_gives_its_own_example_inpu
     net.write_text(TOKEN_NET)
     args = [a.replace(":TinyMLP", ":TokenNet") for a in zero_trial_tune(net, tmp_path / "run")]
     del args[args.index("--input-shape") : args.index("--input-shape") + 2]  # no shape: example_inputs() gives them
-    assert main([*args, "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    assert result["unscheduled_functions"] == [] and result["model_chosen_functions"]
-    assert result["max_rel_error"] < 1e-3 and result["output_check"].startswith("allclose")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "output matches torch" in out and re.search(r"functions: 0 tuned, [1-9]\d* chosen by the model", out)
+    assert "0 unscheduled" in out and "race of" not in out  # nothing measured, so nothing raced
     assert main([*[a.replace(":TokenNet", ":NoInputs") for a in args], "--json"]) == 2
     assert "example_inputs() must return a tensor or a tuple of tensors" in capsys.readouterr().err
 

@@ -192,7 +192,7 @@ def run_tune(args: argparse.Namespace) -> int:
         ms = result.get("torch_compile_latency_s")
         print(torch_compile_line(ms and ms * 1e3, result.get("torch_compile_error"), result["latency_s"] * 1e3))
     print(functions_line(result))
-    if result["race"]:
+    if result["race"] and result["race"]["tasks"]:  # none raced when no task has measured records
         print(race_line(result["race"]))
     print(f"records, curve and plot in {args.out}" + (f"; compiled library {args.export}" if args.export else ""))
     _warn_load({result["method"]: result["rounds_under_load"]})
