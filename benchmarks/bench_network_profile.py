@@ -50,8 +50,8 @@ def main() -> None:
 
     from tcl.api.measure import set_tvm_threads
     from tcl.api.profiles import get_profile
+    from tcl.measurement.networks import resolve_network
     from tcl.tuning.build import compile_network
-    from tcl.tuning.methods import resolve_network
     from tcl.tuning.timing import function_seconds, median_call_s, network_seconds
 
     profile = get_profile(args.profile)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from tcl.learning.training import torch_threads
-from tcl.tuning.methods import resolve_network
+from tcl.measurement.networks import resolve_network
 from tcl.tuning.timing import median_call_s
 
 

@@ -156,6 +156,41 @@ def test_unknown_names_fail_before_work(workload_dir, tmp_path):
         proc.returncode == 2
         and "unknown network 'resnet-19'; choices: bert-base, bert-base-b8, bert-tiny" in proc.stderr
     )
+    proc = run_tcl(*collect_args(workload_dir, tmp_path / "never", 4), "--input-shape", "1,3")
+    assert proc.returncode == 2 and "--input-shape applies only to a network given as path/file.py:ClassName" in (
+        proc.stderr
+    )
+
+
+USER_NET = """
+import torch
+
+
+class Scorer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 16)
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, ids):
+        return torch.relu(self.fc(self.embed(ids)))
+
+    def example_inputs(self):
+        return torch.randint(0, 50, (2, 8))
+"""
+
+
+def test_a_model_file_is_collected_like_a_registered_network(tmp_path):
+    net = tmp_path / "user_net.py"
+    net.write_text(USER_NET)
+    out = tmp_path / "records"
+    proc = run_tcl(
+        "collect", "--profile", "x86-avx2", "--network", f"{net}:Scorer", "--pool-size", "2", "--out", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = load_records(out)
+    assert records.tasks and all(t.networks == ("user_net:Scorer",) for t in records.tasks.values())
+    assert all(len(programs) == 2 and all(p.ok for p in programs) for _, programs in records)
 
 
 def test_corrupt_record_line_is_named(workload_dir, tmp_path):

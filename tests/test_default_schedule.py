@@ -11,8 +11,8 @@ TARGET = {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 2}
 
 def test_every_function_of_a_real_network_gets_a_schedule(tmp_path):
     from tcl.api.profiles import get_profile
+    from tcl.measurement.networks import resolve_network
     from tcl.tuning.compile import compile_and_check
-    from tcl.tuning.methods import resolve_network
 
     _, definition = resolve_network("bert-tiny")
     profile = get_profile("x86-avx2")

@@ -280,7 +280,7 @@ def test_the_example_package_has_a_working_plugin_of_every_extension_point(insta
     tasks = extract_tasks(network, {"kind": "llvm", "num-cores": 2})
     assert any("conv2d" in t.name for t in tasks)
     # as `tcl tune` builds it: its factory declares no seed, so it gets none
-    from tcl.tuning.methods import resolve_network
+    from tcl.measurement.networks import resolve_network
 
     discovery.registry.cache_clear()
     try:

@@ -458,7 +458,7 @@ import torch
 import tvm
 from tvm import relax
 
-from tcl.tuning.methods import resolve_network
+from tcl.measurement.networks import resolve_network
 
 path, network = sys.argv[1], sys.argv[2]
 _, definition = resolve_network(network, (4, 64))  # the same weights and input as the tuning run
@@ -556,8 +556,8 @@ def test_racing_compiles_each_tasks_record_that_ran_fastest_inside_the_network(t
     import tvm.s_tir.meta_schedule as ms
 
     from tcl.api.profiles import get_profile
+    from tcl.measurement.networks import resolve_network
     from tcl.tuning.build import prepared_network
-    from tcl.tuning.methods import resolve_network
     from tcl.tuning.race import race_records
 
     out = tmp_path / "run"

@@ -9,7 +9,7 @@ from typing import Any
 
 from tcl.api import defaults
 from tcl.api.validation import fraction, option, whole
-from tcl.cli.common import add_budget_option, add_seed_option, comma_list
+from tcl.cli.common import add_budget_option, add_input_shape_option, add_seed_option, comma_list, input_shape
 from tcl.cli.progress import RichReporter
 from tcl.cli.sample_cmd import add_round_model_options, round_model_options
 
@@ -26,8 +26,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--network",
         required=True,
-        help="comma-separated network names (see tcl plugins) or TVM JSONDatabase directories",
+        help="comma-separated network names (see tcl plugins), TVM JSONDatabase directories or model files "
+        "path/file.py:ClassName (as in tcl tune)",
     )
+    add_input_shape_option(parser)
     parser.add_argument("--pool-size", type=option(whole), required=True, help="candidates generated per task")
     parser.add_argument("--out", type=Path, required=True, help="record directory to write (and resume)")
     parser.add_argument(
@@ -115,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         pool_model=pool_model,
         pool_random=args.pool_random,
         idle_only=args.idle_only,
+        input_shape=input_shape(args),
     )
     rate = stats.measured / stats.seconds if stats.seconds > 0 else 0.0
     print(

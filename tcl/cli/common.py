@@ -66,6 +66,22 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=_WHOLE, default=1, help="torch threads for training (default 1)")
 
 
+def add_input_shape_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input-shape",
+        default=None,
+        help="input shape of a network given as path/file.py:ClassName, e.g. 1,3,32,32 (fed torch.randn of "
+        "it; not needed when the class has an example_inputs() method)",
+    )
+
+
+def input_shape(args: argparse.Namespace) -> tuple[int, ...] | None:
+    """``--input-shape`` as integers, or None when not given."""
+    from tcl.measurement.networks import parse_shape
+
+    return parse_shape(args.input_shape) if args.input_shape else None
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
 

@@ -10,7 +10,15 @@ from typing import Any
 
 from tcl.api import defaults
 from tcl.api.validation import option, whole
-from tcl.cli.common import add_json_option, add_seed_option, comma_list, print_json, print_table
+from tcl.cli.common import (
+    add_input_shape_option,
+    add_json_option,
+    add_seed_option,
+    comma_list,
+    input_shape,
+    print_json,
+    print_table,
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -25,12 +33,10 @@ def add_parser(subparsers: Any) -> None:
     tune.add_argument(
         "--network",
         required=True,
-        help="registered network (see tcl plugins) or path/file.py:ClassName (needs --input-shape, unless the "
-        "class has an example_inputs() method returning its inputs)",
+        help="registered network (see tcl plugins) or a model file path/file.py:ClassName (the class built "
+        "without arguments; needs --input-shape unless it has an example_inputs() method returning its inputs)",
     )
-    tune.add_argument(
-        "--input-shape", default=None, help="input shape of a file network, e.g. 1,3,32,32 (fed torch.randn of it)"
-    )
+    add_input_shape_option(tune)
     tune.add_argument("--profile", required=True, help="hardware profile (see tcl profiles)")
     tune.add_argument(
         "--cost-model",
@@ -93,7 +99,6 @@ def add_parser(subparsers: Any) -> None:
 def run_tune(args: argparse.Namespace) -> int:
     from tcl.api.errors import TclError
     from tcl.tuning.compare import compare
-    from tcl.tuning.methods import parse_shape
     from tcl.tuning.tune import tune_network
 
     if (args.cost_model is None) == (args.compare is None):
@@ -102,7 +107,7 @@ def run_tune(args: argparse.Namespace) -> int:
         raise TclError("--export needs --cost-model (one tuned network), not --compare")
     if args.baseline is not None and args.compare is None:
         raise TclError("--baseline needs --compare")
-    shape = parse_shape(args.input_shape) if args.input_shape else None
+    shape = input_shape(args)
     common = dict(
         seed=args.seed,
         input_shape=shape,

@@ -42,7 +42,7 @@ def _methods(cfg: dict[str, Any]) -> list[str]:
 def _network(cfg: dict[str, Any]) -> tuple[str, bool]:
     """The network and whether it is a user's file (path/file.py:ClassName), whose path is
     then made relative to the config file like the methods."""
-    from tcl.tuning.methods import file_network
+    from tcl.measurement.networks import file_network
 
     network = cfg["tuning"]["network"]
     in_file = file_network(network)
@@ -53,8 +53,9 @@ def _network(cfg: dict[str, Any]) -> tuple[str, bool]:
 
 
 def validate(cfg: dict[str, Any], registry: Any) -> None:
+    from tcl.measurement.networks import resolve_network
     from tcl.tuning.compare import baseline_index
-    from tcl.tuning.methods import resolve_method, resolve_network
+    from tcl.tuning.methods import resolve_method
 
     tun = cfg["tuning"]
     if not tun["methods"] or tun["trials"] < 1:

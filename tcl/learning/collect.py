@@ -28,6 +28,7 @@ from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
 from tcl.measurement.interrupts import deferred_interrupt
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad, timing_turn
+from tcl.measurement.networks import file_network, resolve_network
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import WORKLOAD_FILE, load_records
 from tcl.records.manifest import add_run, cpu_model, read_manifest, source_revision, timestamp, update_manifest
@@ -49,16 +50,22 @@ class NetworkTasks:
     tasks: tuple[tuple[Task, int], ...]
 
 
-def network_tasks(name: str, profile: HardwareProfile, *, include_simple_tasks: bool = False) -> NetworkTasks:
-    """Tasks of a registered network, or of the workloads in a TVM JSONDatabase directory."""
+def network_tasks(
+    name: str,
+    profile: HardwareProfile,
+    *,
+    include_simple_tasks: bool = False,
+    input_shape: Sequence[int] | None = None,
+) -> NetworkTasks:
+    """Tasks of a registered network, of a user's model file (``path/file.py:ClassName``, fed
+    ``input_shape`` or its ``example_inputs()``), or of the workloads in a TVM JSONDatabase directory."""
     path = Path(name)
     if path.is_dir():
         records = load_records(path)
         if not records.tasks:
             raise TclError(f"{path}: no TVM JSONDatabase workloads found")
         return NetworkTasks(path.name, tuple((t, int(t.weight)) for t in records.tasks.values()))
-    registry = discovery.registry()
-    definition = registry.create("networks", name)
+    name, definition = resolve_network(name, input_shape if file_network(name) else None)
 
     extracted = extract_tasks(definition, profile.tvm_target(), include_simple_tasks=include_simple_tasks)
     return NetworkTasks(
@@ -171,6 +178,7 @@ def collect(
     pool_model: Any = None,
     pool_random: float | None = None,
     idle_only: bool = False,
+    input_shape: Sequence[int] | None = None,
 ) -> CollectStats:
     """Measure, per task, ``budget`` of its pool chosen by ``sampler_name`` on ``profile``.
 
@@ -184,7 +192,8 @@ def collect(
     partly on this CPU, whose earlier programs another CPU model timed (as the manifest says)
     has those timed again here first, so that its labels come from one CPU (readers keep a
     task's records of the CPU that timed it last). Each run appends its provenance (commit,
-    CPU, settings, load seen) to the manifest. All names are checked before any work starts. ``reporter``
+    CPU, settings, load seen) to the manifest. ``input_shape`` feeds the networks given as model
+    files (``path/file.py:ClassName``). All names are checked before any work starts. ``reporter``
     gets progress callbacks (see :class:`tcl.cli.collect_cmd.RichReporter`); ``None``
     reports nothing.
     """
@@ -195,8 +204,13 @@ def collect(
     if guided:
         registry.get("cost_models", model_name)
     profile.backend_registration(registry)
+    files = [name for name in network_names if file_network(name)]
+    if input_shape is not None and not files:
+        raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
     for name in network_names:
-        if not Path(name).is_dir():
+        if name in files:  # the file, its class, the module and its inputs
+            resolve_network(name, input_shape)
+        elif not Path(name).is_dir():
             registry.get("networks", name)
     if pool_size < 1:
         raise TclError(f"pool size must be at least 1, got {pool_size}")
@@ -206,7 +220,10 @@ def collect(
     reporter = reporter or _SilentReporter()
 
     reporter.status("extracting tasks")
-    suites = [network_tasks(n, profile, include_simple_tasks=include_simple_tasks) for n in network_names]
+    suites = [
+        network_tasks(n, profile, include_simple_tasks=include_simple_tasks, input_shape=input_shape)
+        for n in network_names
+    ]
     tasks, networks = merge_networks(suites)
     tasks = interleave(tasks, suites)
     if max_tasks is not None:

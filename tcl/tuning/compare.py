@@ -11,9 +11,10 @@ from typing import Any, Callable, Mapping, Sequence
 from tcl.api import defaults
 from tcl.api.errors import TclError
 from tcl.api.profiles import HardwareProfile, get_profile
+from tcl.measurement.networks import resolve_network
 from tcl.records.stored_files import write_atomic
 from tcl.tuning.curve import model_seconds, plot_curves
-from tcl.tuning.methods import resolve_method, resolve_network
+from tcl.tuning.methods import resolve_method
 from tcl.tuning.tune import tune_network
 
 

@@ -32,6 +32,7 @@ from tcl.api.errors import TclError
 from tcl.api.measure import set_tvm_threads
 from tcl.api.profiles import HardwareProfile, get_profile
 from tcl.measurement.machine_load import OtherLoad
+from tcl.measurement.networks import resolve_network
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import RECORD_FILE, WORKLOAD_FILE, find_databases, load_records
 from tcl.records.manifest import update_manifest
@@ -55,7 +56,7 @@ from tcl.tuning.curve import (
     plot_curves,
     progress_callback,
 )
-from tcl.tuning.methods import Method, ms_cost_model, resolve_method, resolve_network
+from tcl.tuning.methods import Method, ms_cost_model, resolve_method
 
 RESULT_FILE = "tune_result.json"
 
