@@ -159,3 +159,28 @@ def foreign_busy_loop(seconds: int = 60):
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
+
+
+#: A model file for `--network FILE:TokenNet`: token ids and a second input, which its
+#: example_inputs() gives; NoInputs's example_inputs() returns no tensor.
+TOKEN_NET = """
+import torch
+
+
+class TokenNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(100, 32)
+        self.fc = torch.nn.Linear(32, 16)
+
+    def forward(self, ids, scale):
+        return torch.relu(self.fc(self.embed(ids) * scale))
+
+    def example_inputs(self):
+        return torch.randint(0, 100, (2, 8)), torch.rand(2, 8, 1)
+
+
+class NoInputs(TokenNet):
+    def example_inputs(self):
+        return "ids"
+"""

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import matmul_module, run_tcl, start_tcl, wait_for_lines
+from conftest import TOKEN_NET, matmul_module, run_tcl, start_tcl, wait_for_lines
 
 from tcl.records.database import RECORD_FILE, load_records
 from tcl.records.pools import make_task
@@ -162,34 +162,16 @@ def test_unknown_names_fail_before_work(workload_dir, tmp_path):
     )
 
 
-USER_NET = """
-import torch
-
-
-class Scorer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = torch.nn.Embedding(50, 16)
-        self.fc = torch.nn.Linear(16, 4)
-
-    def forward(self, ids):
-        return torch.relu(self.fc(self.embed(ids)))
-
-    def example_inputs(self):
-        return torch.randint(0, 50, (2, 8))
-"""
-
-
 def test_a_model_file_is_collected_like_a_registered_network(tmp_path):
     net = tmp_path / "user_net.py"
-    net.write_text(USER_NET)
+    net.write_text(TOKEN_NET)
     out = tmp_path / "records"
     proc = run_tcl(
-        "collect", "--profile", "x86-avx2", "--network", f"{net}:Scorer", "--pool-size", "2", "--out", str(out)
+        "collect", "--profile", "x86-avx2", "--network", f"{net}:TokenNet", "--pool-size", "2", "--out", str(out)
     )
     assert proc.returncode == 0, proc.stderr
     records = load_records(out)
-    assert records.tasks and all(t.networks == ("user_net:Scorer",) for t in records.tasks.values())
+    assert records.tasks and all(t.networks == ("user_net:TokenNet",) for t in records.tasks.values())
     assert all(len(programs) == 2 and all(p.ok for p in programs) for _, programs in records)
 
 

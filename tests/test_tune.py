@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import BUNDLED, matmul_module, run_tcl, run_tcl_json, tcl_env
+from conftest import BUNDLED, TOKEN_NET, matmul_module, run_tcl, run_tcl_json, tcl_env
 
 TINY_NET = """
 import torch
@@ -410,29 +410,6 @@ def test_zero_trials_compiles_with_schedules_the_model_chose_unmeasured(tiny_net
     assert result["unscheduled_functions"] == [] and result["max_rel_error"] < 1e-3
     # the network is timed on the profile's runtime_threads (x86-avx2: 2), the threads its candidates got
     assert result["tvm_threads"] == 2
-
-
-TOKEN_NET = """
-import torch
-
-
-class TokenNet(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = torch.nn.Embedding(100, 32)
-        self.fc = torch.nn.Linear(32, 16)
-
-    def forward(self, ids, scale):
-        return torch.relu(self.fc(self.embed(ids) * scale))
-
-    def example_inputs(self):
-        return torch.randint(0, 100, (2, 8)), torch.rand(2, 8, 1)
-
-
-class NoInputs(TokenNet):
-    def example_inputs(self):
-        return "ids"
-"""
 
 
 def test_a_file_network_with_token_ids_and_two_inputs_gives_its_own_example_inputs(tmp_path, capsys):
