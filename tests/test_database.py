@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -13,7 +14,15 @@ from conftest import matmul_module, run_tcl
 from tcl.api.errors import TclError
 from tcl.api.programs import MeasureResult, workload_ir_json
 from tcl.measurement.candidates import ensure_tensor_intrinsics, generate_pool
-from tcl.records.database import ERRORS_FILE, FAILED_RUN_SECS, RECORD_FILE, WORKLOAD_FILE, find_databases, load_records
+from tcl.records.database import (
+    ERRORS_FILE,
+    FAILED_RUN_SECS,
+    LOCK_FILE,
+    RECORD_FILE,
+    WORKLOAD_FILE,
+    find_databases,
+    load_records,
+)
 from tcl.records.manifest import MANIFEST_FILE, read_manifest, update_manifest
 from tcl.records.pools import make_task
 from tcl.records.program_keys import program_key
@@ -313,6 +322,29 @@ def test_one_writer_per_directory_and_resume(tmp_path, task_and_pool, tvm_target
         assert w.measured_keys() == {task.key: {program_key(pool[0])}}
         todo = [s for s in pool[:3] if program_key(s) not in w.measured_keys()[task.key]]
         assert w.add(task, [(s, MeasureResult(run_secs=(1e-3,))) for s in todo], target=tvm_target) == [2, 3]
+    assert not (tmp_path / LOCK_FILE).exists()  # the writer leaves no lock file behind
+
+
+def test_a_writer_that_locked_a_removed_lock_file_locks_afresh(tmp_path):
+    """The moment between one writer's removing its lock file and another's locking what it had
+    opened: the second must not count an unlinked file as the directory's lock."""
+    import fcntl
+
+    from tcl.records.record_writer import _lock_directory
+
+    path = tmp_path / LOCK_FILE
+    first = _lock_directory(path)
+    stale = open(path, "a")  # opened before the first writer leaves
+    path.unlink()
+    fcntl.flock(first.fileno(), fcntl.LOCK_UN)
+    first.close()
+    fcntl.flock(stale.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # the old inode: lockable, but not the lock
+    second = _lock_directory(path)
+    assert path.exists() and os.fstat(second.fileno()).st_ino == os.stat(path).st_ino
+    with pytest.raises(TclError, match="another process is writing records here"):
+        _lock_directory(path)
+    second.close()
+    stale.close()
 
 
 def test_loading_is_fast(tmp_path, task_and_pool, tvm_target):

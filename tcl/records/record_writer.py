@@ -52,6 +52,30 @@ def _args_info_json(mod_b64: str) -> list[Any]:
     return [plain_json(a.as_json()) for a in ArgInfo.from_entry_func(workload_module(mod_b64), remove_preproc=True)]
 
 
+def _lock_directory(path: Path) -> Any:
+    """The open lock file at ``path``, exclusively locked, or a TclError when another writer holds it.
+
+    A writer removes the file while it still holds the lock, so no lock file stays behind.
+    One that opened the file just before that removal locks a file no longer in the folder:
+    it sees the name now points elsewhere (or nowhere) and locks afresh."""
+    while True:
+        handle = open(path, "a")  # noqa: SIM115 (held until RecordWriter.close)
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            handle.close()
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise TclError(f"{path.parent}: another process is writing records here") from None
+            raise
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(handle.fileno()).st_ino:
+            return handle
+        handle.close()
+
+
 class RecordWriter:
     """Appends measured candidates to a record directory in TVM's JSONDatabase format.
 
@@ -93,14 +117,7 @@ class RecordWriter:
                     f"{self.dir} holds a packed (gzip) database; unpack it first: "
                     f"tcl dataset unpack {self.dir} --out NEW_DIR"
                 )
-        self._lock = open(self.dir / LOCK_FILE, "a")
-        try:
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            self._lock.close()
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise TclError(f"{self.dir}: another process is writing records here") from None
-            raise
+        self._lock = _lock_directory(self.dir / LOCK_FILE)
         try:
             self._open()
             self._use_manifest = manifest
@@ -146,6 +163,7 @@ class RecordWriter:
         lock = getattr(self, "_lock", None)
         if lock is not None and not lock.closed:
             try:
+                (self.dir / LOCK_FILE).unlink(missing_ok=True)  # still held: see _lock_directory
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
             finally:
                 lock.close()
