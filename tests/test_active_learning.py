@@ -42,6 +42,16 @@ def test_rounds_spend_exactly_the_budget_and_repeat_per_seed(records):
     assert one_shot != picks and all(len(v) == 10 for v in one_shot.values())
 
 
+def test_a_sampler_that_takes_no_model_gets_none_trained_between_rounds(records):
+    lines = []
+    picks = active_learning_offline(
+        records, "rdu-d", 0.25, rounds=2, model_name="tlp", model_options=TINY, progress=lines.append
+    )
+    assert all(len(v) == 10 for v in picks.values())
+    assert lines and not any("training" in line for line in lines)  # rdu-d embeds with trace-seq features
+    assert picks == active_learning_offline(records, "rdu-d", 0.25, rounds=2)
+
+
 @pytest.mark.parametrize("budget, expected", [(1.0, 40), (500, 40), (3, 3)])
 def test_budget_edges(records, budget, expected):
     picks = active_learning_offline(records, "rdu", budget, rounds=4, model_name="tlp", model_options=TINY)

@@ -49,7 +49,7 @@ def fraction(value: Any, what: str = "", *, one: bool = True) -> float:
 
 
 def budget(value: Any, what: str = "") -> float:
-    """A per-task budget: a fraction in (0, 1] or a whole count of programs >= 1."""
+    """A per-task budget: a fraction in (0, 1] or a whole count of programs >= 2 (1 is the fraction 1.0)."""
     ok = (
         not isinstance(value, bool)
         and isinstance(value, (int, float))

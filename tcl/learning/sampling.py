@@ -60,7 +60,8 @@ def active_learning_offline(
     """Per task, ``budget`` (fraction or count) of its programs chosen in ``rounds`` rounds.
 
     Round r+1 gets the programs chosen so far as ``measured=`` and, when ``model_name`` is
-    given, a fresh ``model_name`` model trained (``seed``) on their recorded latencies;
+    given (and a registered sampler is named, one registered with ``needs_model``), a fresh
+    ``model_name`` model trained (``seed``) on their recorded latencies;
     ``model`` is what round 1 gets. ``sampler`` is a sampler object or a registered name;
     ``sampler_name`` names an object in errors (default: its ``name`` or class).
     Returns sorted pool indices per task key.
@@ -68,6 +69,8 @@ def active_learning_offline(
     registry = discovery.registry()
     if isinstance(sampler, str):
         sampler_name = sampler
+        if not registry.get("samplers", sampler).needs_model:
+            model_name = None  # as in tcl collect and tcl run: no model is trained for a sampler that takes none
         sampler = registry.create("samplers", sampler)
     elif sampler_name is None:
         sampler_name = getattr(sampler, "name", type(sampler).__name__)
