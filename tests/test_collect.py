@@ -164,15 +164,27 @@ def test_unknown_names_fail_before_work(workload_dir, tmp_path):
 
 def test_a_model_file_is_collected_like_a_registered_network(tmp_path):
     net = tmp_path / "user_net.py"
-    net.write_text(TOKEN_NET)
+    built = tmp_path / "built.log"
+    net.write_text(
+        TOKEN_NET
+        + f"""
+
+class CountedNet(TokenNet):
+    def __init__(self):
+        super().__init__()
+        with open({str(built)!r}, "a") as log:
+            log.write("built\\n")
+"""
+    )
     out = tmp_path / "records"
     proc = run_tcl(
-        "collect", "--profile", "x86-avx2", "--network", f"{net}:TokenNet", "--pool-size", "2", "--out", str(out)
+        "collect", "--profile", "x86-avx2", "--network", f"{net}:CountedNet", "--pool-size", "2", "--out", str(out)
     )
     assert proc.returncode == 0, proc.stderr
     records = load_records(out)
-    assert records.tasks and all(t.networks == ("user_net:TokenNet",) for t in records.tasks.values())
+    assert records.tasks and all(t.networks == ("user_net:CountedNet",) for t in records.tasks.values())
     assert all(len(programs) == 2 and all(p.ok for p in programs) for _, programs in records)
+    assert built.read_text().splitlines() == ["built"]  # the user's module is built once
 
 
 def test_corrupt_record_line_is_named(workload_dir, tmp_path):

@@ -21,14 +21,14 @@ import attrs
 
 from tcl.api import defaults, discovery, validation
 from tcl.api.errors import TclError, one_line
-from tcl.api.interfaces import checked_selection
+from tcl.api.interfaces import NetworkDefinition, checked_selection
 from tcl.api.profiles import HardwareProfile
 from tcl.api.programs import MeasureResult, Task
 from tcl.learning.sampling import round_quotas, train_round_model
 from tcl.measurement.candidates import generate_pool_with_stats
 from tcl.measurement.interrupts import deferred_interrupt
 from tcl.measurement.machine_load import BUSY_CORES, OtherLoad, timing_turn
-from tcl.measurement.networks import file_network, resolve_network
+from tcl.measurement.networks import INPUT_SHAPE_NEEDS_FILE, file_network, resolve_network
 from tcl.measurement.tasks import extract_tasks
 from tcl.records.database import WORKLOAD_FILE, load_records
 from tcl.records.manifest import add_run, cpu_model, read_manifest, source_revision, timestamp, update_manifest
@@ -51,21 +51,24 @@ class NetworkTasks:
 
 
 def network_tasks(
-    name: str,
+    name: str | tuple[str, NetworkDefinition],
     profile: HardwareProfile,
     *,
     include_simple_tasks: bool = False,
     input_shape: Sequence[int] | None = None,
 ) -> NetworkTasks:
     """Tasks of a registered network, of a user's model file (``path/file.py:ClassName``, fed
-    ``input_shape`` or its ``example_inputs()``), or of the workloads in a TVM JSONDatabase directory."""
-    path = Path(name)
-    if path.is_dir():
-        records = load_records(path)
+    ``input_shape`` or its ``example_inputs()``), or of the workloads in a TVM JSONDatabase directory.
+    A ``(name, definition)`` pair, as :func:`resolve_network` returns it, is used as it is."""
+    if isinstance(name, tuple):
+        name, definition = name
+    elif Path(name).is_dir():
+        records = load_records(Path(name))
         if not records.tasks:
-            raise TclError(f"{path}: no TVM JSONDatabase workloads found")
-        return NetworkTasks(path.name, tuple((t, int(t.weight)) for t in records.tasks.values()))
-    name, definition = resolve_network(name, input_shape if file_network(name) else None)
+            raise TclError(f"{name}: no TVM JSONDatabase workloads found")
+        return NetworkTasks(Path(name).name, tuple((t, int(t.weight)) for t in records.tasks.values()))
+    else:
+        name, definition = resolve_network(name, input_shape if file_network(name) else None)
 
     extracted = extract_tasks(definition, profile.tvm_target(), include_simple_tasks=include_simple_tasks)
     return NetworkTasks(
@@ -204,13 +207,12 @@ def collect(
     if guided:
         registry.get("cost_models", model_name)
     profile.backend_registration(registry)
-    files = [name for name in network_names if file_network(name)]
-    if input_shape is not None and not files:
-        raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
+    # a model file is resolved once, here (its class, module and inputs checked), and used as it is
+    resolved = {name: resolve_network(name, input_shape) for name in network_names if file_network(name)}
+    if input_shape is not None and not resolved:
+        raise TclError(INPUT_SHAPE_NEEDS_FILE)
     for name in network_names:
-        if name in files:  # the file, its class, the module and its inputs
-            resolve_network(name, input_shape)
-        elif not Path(name).is_dir():
+        if name not in resolved and not Path(name).is_dir():
             registry.get("networks", name)
     if pool_size < 1:
         raise TclError(f"pool size must be at least 1, got {pool_size}")
@@ -221,7 +223,7 @@ def collect(
 
     reporter.status("extracting tasks")
     suites = [
-        network_tasks(n, profile, include_simple_tasks=include_simple_tasks, input_shape=input_shape)
+        network_tasks(resolved.get(n, n), profile, include_simple_tasks=include_simple_tasks, input_shape=input_shape)
         for n in network_names
     ]
     tasks, networks = merge_networks(suites)

@@ -11,6 +11,8 @@ from tcl.api import discovery
 from tcl.api.errors import TclError
 from tcl.api.interfaces import NetworkDefinition
 
+INPUT_SHAPE_NEEDS_FILE = "--input-shape applies only to a network given as path/file.py:ClassName"
+
 
 def file_network(spec: str) -> tuple[Path, str] | None:
     """``(path, ClassName)`` when ``spec`` names a user's network file (``path/file.py:ClassName``),
@@ -26,7 +28,7 @@ def resolve_network(spec: str, input_shape: Sequence[int] | None = None, seed: i
     in_file = file_network(spec)
     if in_file is None:
         if input_shape is not None:
-            raise TclError("--input-shape applies only to a network given as path/file.py:ClassName")
+            raise TclError(INPUT_SHAPE_NEEDS_FILE)
 
         return spec, discovery.registry().create("networks", spec, seed=seed)  # a factory without seed gets none
     import torch
