@@ -10,6 +10,8 @@
 #   STAGES="1 2" data/collect_dataset.sh     # only some stages (default: all, in order)
 #   TRAIN_TASKS=250 CHUNK=50 ...            # training tasks measured (round-robin over the
 #                                           # networks, most work first), added CHUNK per step
+#   TEST_CHUNK=12 ...                       # test tasks stage 6 completes per step (each step
+#                                           # is packed, so an interruption loses one step at most)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TCL=.venv/bin/tcl
@@ -17,7 +19,9 @@ WORK=data/.collect-dataset
 OUT=data/dataset
 STAGES=${STAGES:-1 2 3 4 5 6}
 TRAIN_TASKS=${TRAIN_TASKS:-250}  # the training and validation networks have 494 tasks
+TEST_TASKS=51                    # the test networks' tasks
 CHUNK=${CHUNK:-50}
+TEST_CHUNK=${TEST_CHUNK:-12}
 POOL_SIZE=1000
 part() {  # the comma-separated networks of a part of data/split.toml
   .venv/bin/python -c "import sys; from tcl.records.splits import load_split; s = load_split('data/split.toml'); print(','.join(n for p in sys.argv[1:] for n in getattr(s, p)))" "$@"
@@ -48,12 +52,13 @@ measure() {  # profile networks sampler budget [collect options...]: one resumab
   [ "$status" != 130 ] || exit 130  # Ctrl-C stops the whole script, not only this step
   return "$status"
 }
-training() {  # profile budget: the training and validation tasks, CHUNK more tasks per step
+in_steps() {  # profile networks sampler budget tasks chunk: the first tasks, chunk more per step
   local n
-  for ((n = CHUNK; n < TRAIN_TASKS + CHUNK; n += CHUNK)); do
-    measure "$1" "$TRAIN" random "$2" --max-tasks "$((n < TRAIN_TASKS ? n : TRAIN_TASKS))"
+  for ((n = $6; n < $5 + $6; n += $6)); do
+    measure "$1" "$2" "$3" "$4" --max-tasks "$((n < $5 ? n : $5))"
   done
 }
+training() { in_steps "$1" "$TRAIN" random "$2" "$TRAIN_TASKS" "$CHUNK"; }  # profile budget
 for stage in $STAGES; do
   echo "== stage $stage"
   case $stage in
@@ -62,7 +67,7 @@ for stage in $STAGES; do
     3) measure x86-avx2 "$TEST" random 300 ;;     # test tasks: 300 (stage 1's 100 and 200 more)
     4) measure x86-avx512 "$TEST" random 300 && measure x86-generic "$TEST" random 300 ;;  # the same 300
     5) training x86-avx512 30 && training x86-generic 30 ;;
-    6) measure x86-avx2 "$TEST" all 1 ;;           # the rest of every test pool
+    6) in_steps x86-avx2 "$TEST" all 1 "$TEST_TASKS" "$TEST_CHUNK" ;;  # the rest of every test pool
     *) echo "collect_dataset.sh: unknown stage $stage (stages: 1-6)" >&2 && exit 2 ;;
   esac
 done
