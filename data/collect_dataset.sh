@@ -12,6 +12,7 @@
 #                                           # networks, most work first), added CHUNK per step
 #   TEST_CHUNK=12 ...                       # test tasks stage 6 completes per step (each step
 #                                           # is packed, so an interruption loses one step at most)
+#   TEST_FROM=48 ...                        # stage 6's first step (skips steps already whole)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TCL=.venv/bin/tcl
@@ -52,9 +53,9 @@ measure() {  # profile networks sampler budget [collect options...]: one resumab
   [ "$status" != 130 ] || exit 130  # Ctrl-C stops the whole script, not only this step
   return "$status"
 }
-in_steps() {  # profile networks sampler budget tasks chunk: the first tasks, chunk more per step
+in_steps() {  # profile networks sampler budget tasks chunk [first]: the first tasks, chunk more per step
   local n
-  for ((n = $6; n < $5 + $6; n += $6)); do
+  for ((n = ${7:-$6}; n < $5 + $6; n += $6)); do
     measure "$1" "$2" "$3" "$4" --max-tasks "$((n < $5 ? n : $5))"
   done
 }
@@ -67,7 +68,7 @@ for stage in $STAGES; do
     3) measure x86-avx2 "$TEST" random 300 ;;     # test tasks: 300 (stage 1's 100 and 200 more)
     4) measure x86-avx512 "$TEST" random 300 && measure x86-generic "$TEST" random 300 ;;  # the same 300
     5) training x86-avx512 30 && training x86-generic 30 ;;
-    6) in_steps x86-avx2 "$TEST" all 1 "$TEST_TASKS" "$TEST_CHUNK" ;;  # the rest of every test pool
+    6) in_steps x86-avx2 "$TEST" all 1 "$TEST_TASKS" "$TEST_CHUNK" "${TEST_FROM:-$TEST_CHUNK}" ;;  # the rest of every test pool
     *) echo "collect_dataset.sh: unknown stage $stage (stages: 1-6)" >&2 && exit 2 ;;
   esac
 done

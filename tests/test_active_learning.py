@@ -110,6 +110,7 @@ def test_sample_cli_rounds_write_the_subset(records, tmp_path):
     )
 
 
+@pytest.mark.slow  # ~40 s: online rounds that measure and train (tcl sample's rounds stay in the default run)
 def test_collect_in_rounds_measures_the_budget_and_resumes(tmp_path):
     workloads = tmp_path / "workloads"
     with RecordWriter(workloads, manifest=False) as writer:

@@ -228,6 +228,7 @@ def test_engine_times_each_candidate_of_a_group_as_itself(local) -> None:
         assert times[1] > 3 * max(times[0], times[2], times[3]), (engine, reference)
 
 
+@pytest.mark.slow  # ~30 s: times deliberately slow candidates
 def test_engine_times_a_slow_candidate_once_when_asked() -> None:
     """``single_run_ms``: after a candidate that ran that long, the next one's first run
     comes first and, when that long too, is its only timed run; after a fast candidate the
@@ -302,6 +303,7 @@ def _port_open(port: int) -> bool:
         return True
 
 
+@pytest.mark.slow  # ~20 s: a tracker and one server (tests/test_rpc.py's two servers stay in the default run)
 def test_rpc_measures_through_tracker(profile_dir: Path) -> None:
     if importlib.util.find_spec("tornado") is None:
         pytest.fail("TVM's RPC tracker needs tornado, which is not installed (pip install tornado)")

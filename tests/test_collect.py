@@ -84,6 +84,7 @@ def test_collect_then_resume_then_info(workload_dir, tmp_path):
     assert json.loads((out / "tcl_manifest.json").read_text())["runs"][-1]["other_cpu_retimed"] == 3
 
 
+@pytest.mark.slow  # ~40 s: a collection killed after 4 records, then the rerun
 def test_sigkill_mid_collection_loses_and_duplicates_nothing(workload_dir, tmp_path):
     import tvm.s_tir.meta_schedule as ms
 
@@ -129,39 +130,34 @@ def test_sigkill_at_random_moments_then_a_rerun_ends_with_the_records_of_an_unin
     assert len(keys) == 12 == len(set(keys))
 
 
-def test_unknown_names_fail_before_work(workload_dir, tmp_path):
+def test_unknown_names_fail_before_work(workload_dir, tmp_path, capsys):
+    from tcl.cli.main import main  # in this process: the checks come before any tvm work anyway
+
+    never = tmp_path / "never"
     cases = [
-        (["--sampler", "best"], "unknown sampler 'best'; choices: all, random"),
-        (["--profile", "x86-nope"], "unknown profile 'x86-nope'; choices:"),
-        (["--rounds", "2", "--model", "xgb", "--epochs", "2"], "cost model 'xgb': bad options"),
+        (collect_args(workload_dir, never, 4, "--sampler", "best"), "unknown sampler 'best'; choices: all, random"),
+        (collect_args(workload_dir, never, 4, "--profile", "x86-nope"), "unknown profile 'x86-nope'; choices:"),
+        (
+            collect_args(workload_dir, never, 4, "--rounds", "2", "--model", "xgb", "--epochs", "2"),
+            "cost model 'xgb': bad options",
+        ),
+        (
+            ["collect", "--profile", "x86-avx2", "--network", "resnet-19", "--pool-size", "4", "--out", str(never)],
+            "unknown network 'resnet-19'; choices: bert-base, bert-base-b8, bert-tiny",
+        ),
+        (
+            collect_args(workload_dir, never, 4, "--input-shape", "1,3"),
+            "--input-shape applies only to a network given as path/file.py:ClassName",
+        ),
     ]
-    for extra, expected in cases:
-        out = tmp_path / "never"
-        proc = run_tcl(*collect_args(workload_dir, out, 4), *extra)
-        assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
-        assert len(proc.stderr.strip().splitlines()) == 1
-        assert not out.exists()
-    proc = run_tcl(
-        "collect",
-        "--profile",
-        "x86-avx2",
-        "--network",
-        "resnet-19",
-        "--pool-size",
-        "4",
-        "--out",
-        str(tmp_path / "never"),
-    )
-    assert (
-        proc.returncode == 2
-        and "unknown network 'resnet-19'; choices: bert-base, bert-base-b8, bert-tiny" in proc.stderr
-    )
-    proc = run_tcl(*collect_args(workload_dir, tmp_path / "never", 4), "--input-shape", "1,3")
-    assert proc.returncode == 2 and "--input-shape applies only to a network given as path/file.py:ClassName" in (
-        proc.stderr
-    )
+    for args, expected in cases:
+        assert main(args) == 2
+        stderr = capsys.readouterr().err
+        assert expected in stderr and len(stderr.strip().splitlines()) == 1, stderr
+        assert not never.exists()
 
 
+@pytest.mark.slow  # ~25 s: a whole collection of a user's model file
 def test_a_model_file_is_collected_like_a_registered_network(tmp_path):
     net = tmp_path / "user_net.py"
     built = tmp_path / "built.log"
@@ -197,6 +193,7 @@ def test_corrupt_record_line_is_named(workload_dir, tmp_path):
     assert f"{out / RECORD_FILE}:2" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # ~40 s: an interrupted collection and its rerun (Ctrl-C while drawing stays in the default run)
 def test_ctrl_c_stops_without_false_error_records(workload_dir, tmp_path):
     out = tmp_path / "records"
     # own session, so the interrupt reaches the workers too, as a terminal's Ctrl-C does
@@ -272,6 +269,7 @@ def test_idle_only_times_a_loaded_batch_again_and_the_manifest_says_so(workload_
     assert sum(p.ok for _, progs in load_records(out) for p in progs) == 6
 
 
+@pytest.mark.slow  # ~60 s: two idle-only collections taking turns (the idle-only test above stays in the default run)
 def test_two_idle_only_collections_on_one_machine_take_turns(workload_dir, tmp_path):
     """Each would see the other as load and wait for ever; taking turns, both finish with
     every timing taken while the other one waited."""
@@ -293,6 +291,7 @@ def test_two_idle_only_collections_on_one_machine_take_turns(workload_dir, tmp_p
         assert sum(p.ok for _, progs in load_records(out) for p in progs) == 6
 
 
+@pytest.mark.slow  # ~35 s: a pool searched with the shipped Mamba model
 def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir, tmp_path):
     from tcl.records.pools import load_pool
 
@@ -314,6 +313,7 @@ def test_pools_mix_random_and_model_guided_evolutionary_candidates(workload_dir,
         assert len(proc.stderr.strip().splitlines()) == 1 and not never.exists()
 
 
+@pytest.mark.slow  # ~40 s: two collections around a corrupted pool
 def test_a_candidate_tvm_cannot_replay_becomes_a_build_error_record(workload_dir, tmp_path):
     from tcl.records.pools import POOL_CANDIDATES, load_pool
 

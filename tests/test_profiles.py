@@ -38,6 +38,7 @@ num-cores = 4
 """
 
 
+@pytest.mark.slow  # ~20 s: four tcl processes
 def test_user_directory_adds_and_shadows(tmp_path):
     (tmp_path / "mine.toml").write_text(GOOD)
     (tmp_path / "x86-avx2.toml").write_text(GOOD.replace('"mine"', '"x86-avx2"'))

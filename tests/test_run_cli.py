@@ -72,6 +72,7 @@ def test_sampler_variant_is_its_plugin_with_the_given_options(tmp_path, small_re
     }
 
 
+@pytest.mark.slow  # ~30 s: two models trained and scored
 def test_model_variant_runs_beside_its_plugin_under_its_own_name(tmp_path, small_records):
     # the same tlp trained with another ranking loss, both rows in one run
     text = (
@@ -172,6 +173,7 @@ epochs = 1
 """
 
 
+@pytest.mark.slow  # ~40 s: a transfer sequence, two seeds in parallel processes
 def test_transfer_config_runs_the_sequence_with_seeds_in_parallel_processes(tmp_path, small_records):
     # scratch as a named variant: its options travel to the worker processes with it
     text = TRANSFER.replace("STRATEGIES", '["continual-kd", "scratch-1ep"]').replace(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import BUNDLED, run_tcl
 
 from tcl.records.database import load_records
@@ -76,6 +77,7 @@ def test_an_option_the_round_model_refuses_stops_before_round_1(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.slow  # ~40 s: three RDU samplings of data/bundled
 def test_sampler_options_make_rdu_a_single_criterion_sampler(tmp_path, small_records):
     common = ("--budget", "0.05", "--data", str(small_records), "--profile", "x86-avx2")
     r_only = run_tcl("sample", "--sampler", "rdu-r", *common, "--out", str(tmp_path / "r"))

@@ -181,6 +181,7 @@ def test_an_ensemble_of_named_members_trains_each_with_its_own_seed(two_tasks, t
         assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # ~55 s: a training and an evaluation on data/bundled
 def test_train_scores_the_held_out_network_as_eval_does(tmp_path):
     # gpt-block's bundled records hold failed programs: both commands count them as infinitely slow
     out = tmp_path / "tlp"

@@ -178,6 +178,7 @@ def test_tuning_killed_with_sigkill_resumes_without_losing_or_repeating_a_trial(
     # database seeds can be picked and measured again (docs/reliability.md).
 
 
+@pytest.mark.slow  # ~25 s: two tunings
 def test_compare_measures_against_the_chosen_baseline(tiny_net, tmp_path, capsys):
     from tcl.cli.main import main
 
@@ -224,6 +225,7 @@ def test_compare_measures_against_the_chosen_baseline(tiny_net, tmp_path, capsys
     assert json.loads((out / "compare.json").read_text())["baseline"] == "xgb"
 
 
+@pytest.mark.slow  # ~25 s: a tuning through tcl run
 def test_tuning_config_tunes_a_file_network_named_relative_to_it(tiny_net, tmp_path, capsys):
     from tcl.cli.main import main
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import tcl_env
 
 TAKE = """
@@ -28,6 +29,7 @@ with quiet_tvm_warnings() if sys.argv[1] == "quiet" else open("/dev/null"):
 """
 
 
+@pytest.mark.slow  # ~15 s: a network extracted in a fresh process (the embedding case stays in the default run)
 def test_the_take_warning_is_dropped_and_other_lines_kept(tmp_path):
     script = tmp_path / "take.py"
     script.write_text(TAKE)
