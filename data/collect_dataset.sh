@@ -13,6 +13,8 @@
 #   TEST_CHUNK=12 ...                       # test tasks stage 6 completes per step (each step
 #                                           # is packed, so an interruption loses one step at most)
 #   TEST_FROM=48 ...                        # stage 6's first step (skips steps already whole)
+#   OTHER_PROFILES=x86-generic ...          # stages 4 and 5 on these profiles only (default both;
+#                                           # x86-avx512 needs a CPU with AVX-512)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TCL=.venv/bin/tcl
@@ -23,6 +25,7 @@ TRAIN_TASKS=${TRAIN_TASKS:-250}  # the training and validation networks have 494
 TEST_TASKS=51                    # the test networks' tasks
 CHUNK=${CHUNK:-50}
 TEST_CHUNK=${TEST_CHUNK:-12}
+OTHER_PROFILES=${OTHER_PROFILES:-x86-avx512 x86-generic}
 POOL_SIZE=1000
 part() {  # the comma-separated networks of a part of data/split.toml
   .venv/bin/python -c "import sys; from tcl.records.splits import load_split; s = load_split('data/split.toml'); print(','.join(n for p in sys.argv[1:] for n in getattr(s, p)))" "$@"
@@ -66,8 +69,8 @@ for stage in $STAGES; do
     1) measure x86-avx2 "$TEST" random 100 ;;     # held-out test tasks: 100 of each pool first
     2) training x86-avx2 200 ;;                    # training tasks: 200 of each pool
     3) measure x86-avx2 "$TEST" random 300 ;;     # test tasks: 300 (stage 1's 100 and 200 more)
-    4) measure x86-avx512 "$TEST" random 300 && measure x86-generic "$TEST" random 300 ;;  # the same 300
-    5) training x86-avx512 30 && training x86-generic 30 ;;
+    4) for p in $OTHER_PROFILES; do in_steps "$p" "$TEST" random 300 "$TEST_TASKS" "$TEST_CHUNK"; done ;;  # the same 300
+    5) for p in $OTHER_PROFILES; do training "$p" 30; done ;;
     6) in_steps x86-avx2 "$TEST" all 1 "$TEST_TASKS" "$TEST_CHUNK" "${TEST_FROM:-$TEST_CHUNK}" ;;  # the rest of every test pool
     *) echo "collect_dataset.sh: unknown stage $stage (stages: 1-6)" >&2 && exit 2 ;;
   esac

@@ -121,6 +121,52 @@ def test_bad_options_are_one_line_errors(profile_dir: Path) -> None:
         LocalBackend(write_profile(profile_dir, "t-kind", "local", target='kind = "cuda"'))
 
 
+def test_extensions_a_cpu_lacks_are_the_ones_its_flags_do_not_list() -> None:
+    from tcl.measurement.host_cpu import missing_extensions
+
+    avx2_only = {"avx", "avx2", "fma", "f16c", "sse4_2"}  # /proc/cpuinfo's names
+    x86 = lambda mcpu, **attrs: tvm.target.Target({"kind": "llvm", "mcpu": mcpu, **attrs})  # noqa: E731
+    assert {"avx512f", "avx512bw", "avx512vl"} <= set(missing_extensions(x86("skylake-avx512"), avx2_only))
+    assert missing_extensions(x86("haswell"), avx2_only) == []
+    assert missing_extensions(x86("haswell", mattr=["+avx512f"]), avx2_only) == ["avx512f"]
+    assert missing_extensions(x86("cascadelake"), avx2_only | {"avx512f", "avx512bw", "avx512cd", "avx512dq"}) == [
+        "avx512vl",
+        "avx512vnni",
+    ]
+    arm = tvm.target.Target({"kind": "llvm", "mtriple": "aarch64-linux-gnu"})
+    assert missing_extensions(arm, avx2_only) == []  # not x86 code: not this check's business
+
+
+def test_local_refuses_a_profile_whose_code_this_cpu_cannot_run(tmp_path: Path, capsys) -> None:
+    from tcl.api.profiles import get_profile
+    from tcl.cli.main import main
+    from tcl.measurement.host_cpu import host_cpu_flags, missing_extensions
+
+    if host_cpu_flags() is None or os.uname().machine != "x86_64":
+        pytest.skip("this host does not list its CPU flags in /proc/cpuinfo")
+    newer = ("sapphirerapids", "skylake-avx512", "znver4", "haswell")
+    x86 = lambda mcpu: tvm.target.Target({"kind": "llvm", "mcpu": mcpu})  # noqa: E731
+    mcpu = next((m for m in newer if missing_extensions(x86(m))), None)
+    if mcpu is None:
+        pytest.skip(f"this CPU has every vector extension of {', '.join(newer)}")
+    write_profile(tmp_path, "too-new", "local", target=f'kind = "llvm"\nmcpu = "{mcpu}"\nnum-cores = 2')
+    with pytest.raises(
+        TclError, match=rf"profile 'too-new': backend local: this CPU \(.+\) lacks .+, which code for {mcpu}"
+    ):
+        LocalBackend(load_profile_file(tmp_path / "too-new.toml"))
+    # both commands that measure refuse it before any work
+    for command in (
+        ["collect", "--network", "bert-tiny", "--pool-size", "4"],
+        ["tune", "--network", "bert-tiny", "--cost-model", "xgb", "--trials", "4"],
+    ):
+        out = tmp_path / "never"
+        assert main([*command, "--profiles-dir", str(tmp_path), "--profile", "too-new", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "illegal instruction" in err and len(err.strip().splitlines()) == 1, err
+        assert not out.exists()
+    assert missing_extensions(get_profile("native").tvm_target()) == []  # the profile that follows this CPU runs
+
+
 def test_timeout_messages_are_classified() -> None:
     assert classify_error("run", "LocalRunner: Timeout, killed after 1.0 seconds\n") == "timeout"
     assert classify_error("build", "LocalBuilder: Timeout, killed after 30 seconds") == "timeout"

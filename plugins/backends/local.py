@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from tcl.api.errors import TclError
 from tcl_plugins.backends.builtin import BuiltinBackend
 
 
@@ -20,6 +21,22 @@ class LocalBackend(BuiltinBackend):
         super().__init__(profile)
         self._engine: Any = None
         self._settings = self._engine_settings()  # bad option values fail here, not at the first batch
+        self._check_this_cpu_runs_the_target()
+
+    def _check_this_cpu_runs_the_target(self) -> None:
+        from tcl.measurement.host_cpu import missing_extensions
+        from tcl.records.manifest import cpu_model
+
+        target = self.target()
+        missing = missing_extensions(target)
+        if missing:
+            cpu = target.attrs.get("mcpu") or "the target"
+            raise TclError(
+                f"profile '{self.profile.name}': backend local: this CPU ({cpu_model()}) lacks "
+                f"{', '.join(missing)}, which code for {cpu} uses; every program would die with an "
+                "illegal instruction. Use a profile this CPU runs (`native` follows it) or measure on "
+                "such a CPU (the rpc backend reaches other machines)"
+            )
 
     def _engine_settings(self) -> Any:
         from tcl.measurement.local_engine import EngineSettings

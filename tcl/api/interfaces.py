@@ -168,7 +168,10 @@ class TransferStrategy(abc.ABC):
 
 
 class HardwareBackend(abc.ABC):
-    """Builds and times candidate programs on the hardware a profile describes."""
+    """Builds and times candidate programs on the hardware a profile describes.
+
+    It is created before any work, so its constructor is where a profile the hardware cannot
+    run is refused (a TclError); workers and connections start at first use."""
 
     name: str
     #: Whether programs run on this machine, so that other processes here can slow them

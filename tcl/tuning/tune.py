@@ -195,7 +195,8 @@ def tune_network(
     if trials < 0:
         raise TclError(f"--trials must be >= 0 (0: every schedule chosen by the cost model alone), got {trials}")
     prof = profile if isinstance(profile, HardwareProfile) else get_profile(profile, profiles_dir)
-    backend_factory = prof.backend_registration(discovery.registry()).factory
+    # checks its options and its hardware (this CPU, a device) before any work; no workers yet
+    backend = prof.backend_registration(discovery.registry()).factory(prof)
     method = cost_model if isinstance(cost_model, Method) else resolve_method(cost_model, prof.name, online)
     name, definition = network if isinstance(network, tuple) else resolve_network(network, input_shape, seed)
     out_dir = Path(out_dir)
@@ -231,7 +232,6 @@ def tune_network(
     warning = coverage_warning(trials, per_round, len(tasks)) if trials else None
     if warning:
         report(warning)
-    backend = backend_factory(prof)
     model_stats = phases = None
     cost_model = ms_cost_model(method, seed)
     try:
