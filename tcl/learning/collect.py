@@ -223,32 +223,26 @@ def collect(
     # the backend checks its options and its hardware (this CPU, a device, a tracker) before any
     # work; it holds no workers until it first measures
     backend = registry.create("hardware_backends", profile.backend, profile=profile)
-    try:
-        reporter.status("extracting tasks")
-        suites = [
-            network_tasks(
-                resolved.get(n, n), profile, include_simple_tasks=include_simple_tasks, input_shape=input_shape
-            )
-            for n in network_names
-        ]
-        tasks, networks = merge_networks(suites)
-        tasks = interleave(tasks, suites)
-        if max_tasks is not None:
-            tasks = tasks[:max_tasks]
-        pool = ensure_pool(
-            pool_dir or out_dir / POOL_SUBDIR,
-            tasks,
-            networks,
-            profile,
-            pool_size,
-            seed,
-            reporter.status,
-            model=pool_model,
-            random_fraction=pool_random,
-        )
-    except BaseException:
-        backend.close()
-        raise
+    reporter.status("extracting tasks")
+    suites = [
+        network_tasks(resolved.get(n, n), profile, include_simple_tasks=include_simple_tasks, input_shape=input_shape)
+        for n in network_names
+    ]
+    tasks, networks = merge_networks(suites)
+    tasks = interleave(tasks, suites)
+    if max_tasks is not None:
+        tasks = tasks[:max_tasks]
+    pool = ensure_pool(
+        pool_dir or out_dir / POOL_SUBDIR,
+        tasks,
+        networks,
+        profile,
+        pool_size,
+        seed,
+        reporter.status,
+        model=pool_model,
+        random_fraction=pool_random,
+    )
 
     stats = CollectStats()
     start = time.perf_counter()

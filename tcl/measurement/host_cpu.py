@@ -6,10 +6,9 @@ backend refuses such a profile before any work instead."""
 from __future__ import annotations
 
 import platform
-from pathlib import Path
 from typing import Any
 
-CPUINFO = Path("/proc/cpuinfo")
+from tcl.records.manifest import cpuinfo_value
 
 # LLVM's names of the x86 vector extensions that tensor programs are compiled to, and the
 # flag Linux lists in /proc/cpuinfo for each
@@ -35,17 +34,11 @@ X86_EXTENSION_FLAGS = {
 }
 
 
-def host_cpu_flags(cpuinfo: Path = CPUINFO) -> set[str] | None:
+def host_cpu_flags() -> set[str] | None:
     """The instruction-set flags this CPU (or its hypervisor) exposes; None where the host
     does not say (no /proc/cpuinfo)."""
-    try:
-        text = cpuinfo.read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.partition(":")[2].split())
-    return None
+    flags = cpuinfo_value("flags")
+    return None if flags is None else set(flags.split())
 
 
 def missing_extensions(target: Any, flags: set[str] | None = None) -> list[str]:

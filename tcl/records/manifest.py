@@ -21,16 +21,24 @@ MANIFEST_FORMAT = "tcl-manifest"
 MANIFEST_VERSION = 1
 
 
-def cpu_model() -> str:
-    """The host CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
+def cpuinfo_value(*keys: str) -> str | None:
+    """The value of the first ``/proc/cpuinfo`` line whose key starts with one of ``keys``
+    (lower case); None where there is no such line or no such file."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                if line.lower().startswith(keys):
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown"
+    return None
+
+
+def cpu_model() -> str:
+    """The host CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
+    return (
+        cpuinfo_value("model name", "hardware", "cpu model") or platform.processor() or platform.machine() or "unknown"
+    )
 
 
 def tvm_version() -> str | None:
