@@ -8,7 +8,7 @@
 # Ctrl-C stops after the current batch, packs what was measured and ends the script.
 #
 #   STAGES="1 2" data/collect_dataset.sh     # only some stages (default: all, in order)
-#   TRAIN_TASKS=250 CHUNK=50 ...            # training tasks measured (round-robin over the
+#   TRAIN_TASKS=264 CHUNK=50 ...            # training tasks measured (round-robin over the
 #                                           # networks, most work first), added CHUNK per step
 #   TEST_CHUNK=12 ...                       # test tasks stage 6 completes per step (each step
 #                                           # is packed, so an interruption loses one step at most)
@@ -21,7 +21,7 @@ TCL=.venv/bin/tcl
 WORK=data/.collect-dataset
 OUT=data/dataset
 STAGES=${STAGES:-1 2 3 4 5 6}
-TRAIN_TASKS=${TRAIN_TASKS:-250}  # the training and validation networks have 494 tasks
+TRAIN_TASKS=${TRAIN_TASKS:-264}  # the training and validation networks have 494 tasks
 TEST_TASKS=51                    # the test networks' tasks
 CHUNK=${CHUNK:-50}
 TEST_CHUNK=${TEST_CHUNK:-12}
