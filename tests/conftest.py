@@ -22,6 +22,13 @@ IDLE = ROOT / "data" / "idle"  # the same programs measured again on an idle mac
 BUNDLED_POOL = ROOT / "plugins" / "networks" / "pool"  # the candidates both were measured from
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_feature_cache(tmp_path_factory):
+    """The suite's commands (in-process and subprocesses alike) keep their feature cache apart
+    from the user's."""
+    os.environ["TCL_CACHE_DIR"] = str(tmp_path_factory.mktemp("tcl-cache"))
+
+
 @pytest.fixture(scope="session")
 def install_plugin(tmp_path_factory):
     """Install a test plugin package with pip (into its own target dir); return that dir."""

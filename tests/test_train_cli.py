@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
-from conftest import BUNDLED, run_tcl
+from conftest import BUNDLED, run_tcl, tcl_env
 
 from tcl.records.database import load_records
+from tcl.records.feature_cache import cache_files
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +162,30 @@ def test_xgb_trains_from_the_cli_with_the_default_threads(two_tasks, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "trained xgb on" in proc.stdout
     assert json.loads((out / "config.json").read_text())["hyper_parameters"]["nthread"] == 1
+
+
+def test_train_and_eval_read_the_feature_cache_unless_told_not_to(two_tasks, tmp_path):
+    """xgb's per-store features replay each program's trace: what the cache saves. An eval reads
+    the entries the cache holds (emptied ones change its scores); --no-feature-cache ignores them."""
+    cache = tmp_path / "cache"
+    env = tcl_env(TCL_CACHE_DIR=str(cache))
+    out = tmp_path / "xgb"
+    proc = run_tcl("train", "--model", "xgb", "--data", str(two_tasks), "--out", str(out), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert cache_files(cache / "features")  # the training tasks' features
+    args = ("eval", "--model", str(out), "--data", str(two_tasks), "--json")
+    first = json.loads(run_tcl(*args, env=env).stdout)
+    entries = cache_files(cache / "features")
+    for path in entries:  # same keys, features all zero: every program looks alike
+        with np.load(path) as z:
+            arrays = {k: (z[k] if k in ("meta", "offsets") else np.zeros_like(z[k])) for k in z.files}
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+    emptied = json.loads(run_tcl(*args, env=env).stdout)
+    assert cache_files(cache / "features") == entries
+    assert emptied["pairwise"] != first["pairwise"]
+    fresh = json.loads(run_tcl(*args, "--no-feature-cache", env=env).stdout)
+    assert fresh == first
 
 
 def test_an_ensemble_of_named_members_trains_each_with_its_own_seed(two_tasks, tmp_path):

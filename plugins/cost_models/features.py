@@ -12,7 +12,7 @@ import numpy as np
 
 from tcl.api.errors import TclError
 from tcl.api.interfaces import Featurizer
-from tcl.api.programs import ProgramSet
+from tcl.api.programs import Program, ProgramSet, Task
 
 
 def resolve_featurizer(featurizer: str | Featurizer) -> Featurizer:
@@ -41,6 +41,17 @@ def features_of(featurizer: Featurizer, records: ProgramSet, cache_dir: str | os
 
         return dict(cached_features(featurizer, records, cache_dir))
     return {task.key: featurizer.featurize(task, progs) for task, progs in records}
+
+
+def task_features(
+    featurizer: Featurizer, task: Task, programs: Sequence[Program], cache_dir: str | os.PathLike | None
+) -> Any:
+    """One task's features (for predicting), through the feature cache when given one."""
+    if cache_dir is None:
+        return featurizer.featurize(task, list(programs))
+    one = ProgramSet()
+    one.add(task, list(programs))
+    return features_of(featurizer, one, cache_dir)[task.key]
 
 
 class PackedStores:

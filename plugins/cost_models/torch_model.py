@@ -45,7 +45,7 @@ from tcl_plugins.cost_models.checkpoints import (
     timestamp,
     write_checkpoint,
 )
-from tcl_plugins.cost_models.features import features_of, resolve_featurizer
+from tcl_plugins.cost_models.features import features_of, resolve_featurizer, task_features
 
 TRAIN_OPTIONS = frozenset(attrs.fields_dict(TrainConfig))
 
@@ -233,8 +233,9 @@ class TorchCostModel(CostModel, OnlineUpdatable):
             raise TclError(f"cost model {self.name} is not trained; fit it or load a checkpoint first")
         return self.module
 
-    def _features_for(self, task: Task, programs: Sequence[Program]) -> Any:
-        return self._checked(self.featurizer.featurize(task, list(programs)))
+    def _features_for(self, task: Task, programs: Sequence[Program], *, cached: bool = True) -> Any:
+        cache_dir = self.cache_dir if cached else None
+        return self._checked(task_features(self.featurizer, task, programs, cache_dir))
 
     def _checked(self, features: Any) -> Any:
         """``_prepare``, blaming the checkpoint when the featurizer gives features of another shape
@@ -278,7 +279,9 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         passes = passes or self.mc_passes
         if not programs:
             return np.zeros((0,), dtype=np.float64)
-        feats = self._features_for(task, programs)
+        # not cached: a sampler asks this of the shrinking unmeasured part of a pool, a program
+        # list seen once, whose entry would only push useful ones out of the cache
+        feats = self._features_for(task, programs, cached=False)
         module.eval()
         drops = [m for m in module.modules() if isinstance(m, MCDropout)]
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
@@ -350,6 +353,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         device: str = "auto",
         verbose: bool = True,
         threads: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
     ) -> "TorchCostModel":
         cfg_path, cfg = read_checkpoint_config(path)
         fz = check_checkpoint(cls.name, cfg_path, cfg, featurizer, cls.default_featurizer)
@@ -360,7 +364,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         known = (TRAIN_OPTIONS | set(cls.arch_defaults) | {"dropout", "mc_passes"}) - {"threads", "device", "verbose"}
         hp = {k: v for k, v in hp.items() if k in known}
         try:
-            model = cls(featurizer=fz, device=device, verbose=verbose, threads=threads, **hp)
+            model = cls(featurizer=fz, device=device, verbose=verbose, threads=threads, cache_dir=cache_dir, **hp)
         except TclError as exc:
             raise TclError(f"{cfg_path}: hyper_parameters: {exc}") from None
         model.in_dim = in_dim

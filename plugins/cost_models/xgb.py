@@ -27,7 +27,7 @@ from tcl_plugins.cost_models.checkpoints import (
     timestamp,
     write_checkpoint,
 )
-from tcl_plugins.cost_models.features import features_of, resolve_featurizer
+from tcl_plugins.cost_models.features import features_of, resolve_featurizer, task_features
 
 
 def _precomputed_extractor():
@@ -132,6 +132,8 @@ class XGBCostModel(CostModel):
         from tvm.s_tir import Schedule
         from tvm.s_tir.meta_schedule.arg_info import ArgInfo
 
+        from tcl.measurement.candidates import ensure_tensor_intrinsics
+
         if task.mod_b64 is None:
             raise TclError(f"cost model xgb needs the TVM workload of task {task.name} (imported records have none)")
         cached = self._mods.get(task.key)
@@ -143,6 +145,10 @@ class XGBCostModel(CostModel):
                 else mod[mod.get_global_vars()[0]]
             )
             cand = ms.MeasureCandidate(Schedule(mod), ArgInfo.from_prim_func(func))
+            # The context only keys data by workload and needs no tensor intrinsics; registering
+            # none ("c") spares TuneContext importing all of them (minutes on a busy machine), which
+            # happens when the features came from the cache and the featurizer never ran.
+            ensure_tensor_intrinsics({"kind": "c"})
             cached = (ms.TuneContext(mod=mod, task_name=task.name, num_threads=1), cand)
             self._mods[task.key] = cached
         ctx, cand = cached
@@ -215,12 +221,13 @@ class XGBCostModel(CostModel):
     def predict(self, task: Task, programs: Sequence[Program]) -> np.ndarray:
         if not programs:
             return np.zeros((0,), dtype=np.float64)
-        return self._predict_features(task, self.featurizer.featurize(task, list(programs)))
+        return self._predict_features(task, task_features(self.featurizer, task, programs, self.cache_dir))
 
     def embed(self, task: Task, programs: Sequence[Program]) -> np.ndarray:
         """XGBoost has no hidden state: the per-store features summed over stores. Programs
         without stores embed as zeros of the width the booster was trained on."""
-        arrays, dim = self._trained_width_arrays(self.featurizer.featurize(task, list(programs)) if programs else [])
+        features = task_features(self.featurizer, task, programs, self.cache_dir) if programs else []
+        arrays, dim = self._trained_width_arrays(features)
         return (
             np.stack([a.sum(0) if a.size else np.zeros(dim, np.float32) for a in arrays]).astype(np.float64)
             if arrays
@@ -249,14 +256,20 @@ class XGBCostModel(CostModel):
 
     @classmethod
     def load(
-        cls, path: Path, *, featurizer: str | Featurizer | None = None, verbose: bool = True, **_ignored: Any
+        cls,
+        path: Path,
+        *,
+        featurizer: str | Featurizer | None = None,
+        verbose: bool = True,
+        cache_dir: str | os.PathLike | None = None,
+        **_ignored: Any,
     ) -> "XGBCostModel":
         import xgboost as xgb
 
         cfg_path, cfg = read_checkpoint_config(path)
         fz = check_checkpoint(cls.name, cfg_path, cfg, featurizer, cls.default_featurizer)
         hp = {k: v for k, v in (cfg.get("hyper_parameters") or {}).items() if k in cls.xgb_defaults}
-        model = cls(featurizer=fz, verbose=verbose, **hp)
+        model = cls(featurizer=fz, verbose=verbose, cache_dir=cache_dir, **hp)
         model.model = model._new_model(int(cfg.get("seed") or 0))
         booster_path = Path(path) / XGB_FILE
         if not booster_path.is_file():

@@ -66,6 +66,22 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=_WHOLE, default=1, help="torch threads for training (default 1)")
 
 
+def add_feature_cache_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-feature-cache",
+        action="store_true",
+        help="featurize afresh, neither reading nor filling the feature cache (tcl cache shows it; "
+        "TCL_CACHE_DIR moves it)",
+    )
+
+
+def feature_cache_dir(args: argparse.Namespace) -> str | None:
+    """The feature cache a command's models use, or None under ``--no-feature-cache``."""
+    from tcl.records.feature_cache import default_cache_dir
+
+    return None if args.no_feature_cache else str(default_cache_dir())
+
+
 def add_input_shape_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--input-shape",

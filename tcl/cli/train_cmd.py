@@ -10,12 +10,14 @@ from typing import Any
 from tcl.api.validation import fraction, option, whole
 from tcl.cli.common import (
     add_data_option,
+    add_feature_cache_option,
     add_held_out_option,
     add_json_option,
     add_key_value_option,
     add_seed_option,
     add_threads_option,
     comma_list,
+    feature_cache_dir,
     option_dict,
     print_json,
     print_table,
@@ -51,6 +53,7 @@ def add_parser(subparsers: Any) -> None:
     )
     add_seed_option(train)
     add_threads_option(train)
+    add_feature_cache_option(train)
     train.set_defaults(handler=run_train)
 
     ev = subparsers.add_parser(
@@ -74,6 +77,7 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="also each task's own Top-1, best latency and share of the pooled Top-1's shortfall",
     )
+    add_feature_cache_option(ev)
     add_json_option(ev)
     ev.set_defaults(handler=run_eval)
 
@@ -84,7 +88,9 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
         options["epochs"] = args.epochs
     if args.batch_size is not None:
         options["batch_size"] = args.batch_size
-    options["threads"] = args.threads  # a runtime hint: models that do not declare it do not get it
+    # runtime hints: models that do not declare them do not get them
+    options["threads"] = args.threads
+    options["cache_dir"] = feature_cache_dir(args)
     return options
 
 
@@ -129,7 +135,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from tcl.records.splits import load_split
 
     config = checkpoint_config(args.model)
-    model = load_checkpoint(args.model)
+    model = load_checkpoint(args.model, cache_dir=feature_cache_dir(args))
     networks = list(load_split(args.split).test) if args.split is not None else comma_list(args.network)
     records = load_records(args.data, profile=args.profile)
     if networks:
