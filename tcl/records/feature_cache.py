@@ -14,7 +14,8 @@ Layout: ``<cache_dir>/<featurizer name>/<fingerprint[:2]>/<fingerprint>.npz``. D
 ``cache_dir``: ``$TCL_CACHE_DIR/features`` when ``TCL_CACHE_DIR`` is set, else
 ``$XDG_CACHE_HOME/tcl/features``, else ``~/.cache/tcl/features`` (:func:`default_cache_dir`).
 
-File contents (``np.savez``, uncompressed):
+File contents (``np.savez_compressed``: features are mostly padding and repeats, trace-seq's
+shrink about 80x and per-store's 8x, for a few hundredths of a millisecond per program):
 
 * ``meta``: JSON text ``{"format": "tcl-features", "format_version": 1, "featurizer",
   "version", "cache_token", "task", "n_programs", "kind"}``;
@@ -276,7 +277,7 @@ def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> N
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+            np.savez_compressed(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
