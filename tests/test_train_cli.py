@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import signal
+import time
 
 import numpy as np
 import pytest
-from conftest import BUNDLED, run_tcl, tcl_env
+import torch
+from conftest import BUNDLED, run_tcl, start_tcl, tcl_env
 
 from tcl.records.database import load_records
 from tcl.records.feature_cache import cache_files
@@ -84,6 +87,40 @@ def test_a_profile_the_records_do_not_hold_is_named_with_the_ones_they_do(checkp
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
         assert f"{small_records} holds no records of profile 'x86-av2'; it holds x86-avx2" in proc.stderr
     assert not (tmp_path / "never").exists()
+
+
+def test_an_interrupted_training_resumes_to_the_weights_of_an_unbroken_one(small_records, tmp_path):
+    args = ["train", "--model", "tlp", "--data", str(small_records), "--profile", "x86-avx2"]
+    args += ["--held-out", "bert-tiny", "--epochs", "4", "--batch-size", "128"]
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    proc = run_tcl(*args, "--out", str(whole))
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "whole.training-state.pt").exists()
+
+    log = tmp_path / "broken.log"
+    with open(log, "wb") as fh:
+        proc = start_tcl(*args, "--out", str(broken), stderr=fh)
+        deadline = time.monotonic() + 300
+        while b"epoch 1/4" not in log.read_bytes():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 130
+    state = tmp_path / "broken.training-state.pt"
+    assert state.is_file() and not broken.exists()
+
+    other = run_tcl(*args, "--seed", "1", "--out", str(broken))
+    assert other.returncode == 2 and state.is_file()
+    assert f"{state}: holds the state of a training with other data, options or seed" in other.stderr
+
+    proc = run_tcl(*args, "--out", str(broken))
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming after epoch" in proc.stderr and not state.exists()
+    resumed_epochs = [line for line in proc.stderr.splitlines() if "] epoch " in line]
+    assert 0 < len(resumed_epochs) < 4
+    a = torch.load(whole / "weights.pt", weights_only=True)
+    b = torch.load(broken / "weights.pt", weights_only=True)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_eval_rejects_a_non_checkpoint(tmp_path):

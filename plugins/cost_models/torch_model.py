@@ -79,8 +79,9 @@ class TorchCostModel(CostModel, OnlineUpdatable):
 
     Options (all keyword): ``featurizer`` (name or object), the fields of
     :class:`~tcl.learning.training.TrainConfig` (``epochs``, ``lr``, ``keep_by``, ...), ``cache_dir``
-    (feature cache, see :mod:`tcl.records.feature_cache`), ``dropout`` (MC-dropout p), ``mc_passes``
-    and the architecture's own options.
+    (feature cache, see :mod:`tcl.records.feature_cache`), ``state_file`` (where ``fit`` keeps its
+    state after each epoch, so that an interrupted fit resumes: :func:`~tcl.learning.training.train_ranking`),
+    ``dropout`` (MC-dropout p), ``mc_passes`` and the architecture's own options.
     """
 
     name = "torch"
@@ -92,6 +93,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         *,
         featurizer: str | Featurizer | None = None,
         cache_dir: str | os.PathLike | None = None,
+        state_file: str | os.PathLike | None = None,
         dropout: float = 0.1,
         mc_passes: int = 20,
         **options: Any,
@@ -112,6 +114,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
         self.dropout = dropout
         self.mc_passes = mc_passes
         self.cache_dir = cache_dir
+        self.state_file = state_file
         self.in_dim: int | None = None
         self.module: nn.Module | None = None
         self.config_file: Path | None = None  # the checkpoint's config.json, once loaded from one
@@ -181,6 +184,7 @@ class TorchCostModel(CostModel, OnlineUpdatable):
             seed=seed,
             counts=counts,
             extra_loss=extra_loss(groups) if extra_loss is not None else None,
+            state_file=self.state_file,
         )
         self.info = {
             "profile": train.profile,

@@ -120,6 +120,16 @@ def declared_hints(factory: Any, options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k in declared or k not in RUNTIME_HINTS}
 
 
+def names_parameter(factory: Any, name: str) -> bool:
+    """Whether ``factory`` names ``name`` among its parameters (``**kwargs`` does not count): for an
+    option only some plugins understand, given only to those."""
+    target = factory.resolve() if isinstance(factory, registrations.Deferred) else factory
+    try:
+        return name in inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def singular(point: str) -> str:
     return {
         "samplers": "sampler",

@@ -30,7 +30,9 @@ def add_parser(subparsers: Any) -> None:
         help="train a cost model on measured records",
         description="Train a cost model (see tcl plugins) on records under DATA (any tree of TVM "
         "JSONDatabases); the built-in torch models learn to rank programs within each task (loss option: "
-        "LambdaRank by default). Tasks of --held-out networks are kept out for evaluation.",
+        "LambdaRank by default). Tasks of --held-out networks are kept out for evaluation. The built-in "
+        "torch models keep their state after each epoch in OUT.training-state.pt: interrupted, the same "
+        "command goes on from the last finished epoch.",
     )
     train.add_argument("--model", required=True, help="cost model name: mlp, tlp, mamba, xgb, or a plugin's")
     add_data_option(train)
@@ -94,6 +96,12 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def training_state_file(out: Path) -> Path:
+    """Where an interrupted ``tcl train --out OUT`` left its state: beside OUT, not in it (OUT is
+    replaced whole when the checkpoint is written)."""
+    return out.parent / f"{out.name}.training-state.pt"
+
+
 def run_train(args: argparse.Namespace) -> int:
     from tcl.api import discovery
     from tcl.learning.evaluation import require_checkpoint_dir, score_records
@@ -102,7 +110,11 @@ def run_train(args: argparse.Namespace) -> int:
     from tcl.records.splits import load_split
 
     require_checkpoint_dir(args.out)
-    model = discovery.registry().create("cost_models", args.model, **_model_options(args))
+    state_file = training_state_file(args.out)
+    options = _model_options(args)
+    if discovery.names_parameter(discovery.registry().get("cost_models", args.model).factory, "state_file"):
+        options["state_file"] = str(state_file)
+    model = discovery.registry().create("cost_models", args.model, **options)
     split = load_split(args.split) if args.split is not None else None
     records = load_records(args.data, profile=args.profile)
     held_out = list(split.test) if split is not None else comma_list(args.held_out)
@@ -115,6 +127,7 @@ def run_train(args: argparse.Namespace) -> int:
         train, valid = split_by_task(train, args.valid_fraction, seed=args.seed)
     fit_metrics = model.fit(train, valid if len(valid) else None, seed=args.seed)
     model.save(args.out)
+    state_file.unlink(missing_ok=True)
     print(
         f"trained {args.model} on {len(train.tasks)} tasks ({len(train)} programs), validated on "
         f"{len(valid.tasks)} tasks; checkpoint in {args.out}"

@@ -34,11 +34,15 @@ returns one score per program) and a ``collate(parts, device)`` turning a list o
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import logging
 import math
+import os
 import random
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import attrs
@@ -399,6 +403,7 @@ def train_ranking(
     seed: int = 0,
     counts: Mapping[str, int] | None = None,
     extra_loss: ExtraLoss | None = None,
+    state_file: str | os.PathLike | None = None,
 ) -> TrainResult:
     """Train ``module`` with ``config.loss`` (LambdaRank by default; plus ``extra_loss``, if
     given) on ``train`` groups; keep the best epoch.
@@ -406,10 +411,50 @@ def train_ranking(
     With ``valid`` groups the best epoch is the one with the best validation ``keep_by`` metric
     and training stops after ``patience`` epochs without improvement; without them the best is
     the lowest training ranking loss. The module is left on the chosen device with the best weights.
+
+    ``state_file``: after every epoch the whole training state (weights, optimizer, random
+    generators, best epoch so far) is written there, and a run that finds the file goes on from
+    it, ending with the same weights as a run never stopped; the caller deletes it once the
+    result is saved. A file left by a training of other data, options or seed is refused.
     """
     config = config or TrainConfig()
     with torch_threads(config.threads):
-        return _train_ranking(module, collate, train, valid, config, name, seed, counts, extra_loss)
+        return _train_ranking(module, collate, train, valid, config, name, seed, counts, extra_loss, state_file)
+
+
+def _training_key(
+    module: torch.nn.Module, train: Sequence[Group], valid: Sequence[Group], config: TrainConfig, name: str, seed: int
+) -> str:
+    """What a saved training state must match to be resumed: the recipe, seed, data and shapes."""
+    recipe = {k: v for k, v in config.as_dict().items() if k not in ("verbose", "threads", "device")}
+    data = [[[g.key, len(g), float(g.latencies.sum())] for g in part] for part in (train, valid)]
+    shapes = [[k, list(v.shape)] for k, v in module.state_dict().items()]
+    text = json.dumps([name, seed, recipe, data, shapes], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _save_state(path: Path, state: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        torch.save(state, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _load_state(path: Path, key: str) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same advice
+        raise TclError(f"{path}: cannot read this saved training state ({exc}); delete it to start afresh") from None
+    if not isinstance(state, dict) or state.get("key") != key:
+        raise TclError(
+            f"{path}: holds the state of a training with other data, options or seed; delete it to start afresh"
+        )
+    return state
 
 
 def _train_ranking(
@@ -422,6 +467,7 @@ def _train_ranking(
     seed: int,
     counts: Mapping[str, int] | None,
     extra_loss: ExtraLoss | None = None,
+    state_file: str | os.PathLike | None = None,
 ) -> TrainResult:
     train = [g for g in train if len(g) >= 2]
     if not train:
@@ -454,7 +500,20 @@ def _train_ranking(
     history: list[dict[str, float]] = []
     warned = [False]
     epoch = 0
-    for epoch in range(1, config.epochs + 1):
+    stopped = False
+    path = Path(state_file) if state_file is not None else None
+    key = _training_key(module, train, valid, config, name, seed) if path is not None else ""
+    saved = _load_state(path, key) if path is not None else None
+    if saved is not None:
+        module.load_state_dict(saved["module"])
+        optim.load_state_dict(saved["optim"])
+        rng.bit_generator.state = saved["numpy_rng"]
+        torch.set_rng_state(saved["torch_rng"])
+        best_score, best_state, best_epoch = saved["best_score"], saved["best_state"], saved["best_epoch"]
+        bad, history, epoch, stopped = saved["bad"], saved["history"], saved["epoch"], saved["stopped"]
+        _emit(f"[{name}] resuming after epoch {epoch} (state in {path})", config.verbose)
+    first, last = epoch + 1, (epoch if stopped else config.epochs)
+    for epoch in range(first, last + 1):
         t0 = time.perf_counter()
         module.train()
         total, ranking_total, n_batches = 0.0, 0.0, 0
@@ -498,16 +557,34 @@ def _train_ranking(
             best_state = copy.deepcopy({k: v.detach().clone() for k, v in module.state_dict().items()})
         else:
             bad += 1
+        try:
+            _call_epoch_hook(name, epoch, m, warned)
+        except StopTraining:
+            stopped = True
+        stopped = stopped or bool(valid and bad >= config.patience)
+        if path is not None:
+            _save_state(
+                path,
+                {
+                    "key": key,
+                    "module": module.state_dict(),
+                    "optim": optim.state_dict(),
+                    "numpy_rng": rng.bit_generator.state,
+                    "torch_rng": torch.get_rng_state(),
+                    "best_score": best_score,
+                    "best_state": best_state,
+                    "best_epoch": best_epoch,
+                    "bad": bad,
+                    "history": history,
+                    "epoch": epoch,
+                    "stopped": stopped,
+                },
+            )
         line = f"[{name}] epoch {epoch}/{config.epochs} loss {m['train_loss']:.4f}"
         if valid:
             line += f" valid top1 {m['valid_top1']:.4f} top5 {m['valid_top5']:.4f} pairwise {m['valid_pairwise']:.4f}"
         _emit(line + f" {train_s:.2f}s" + (" *" if improved else ""), config.verbose)
-        stop = False
-        try:
-            _call_epoch_hook(name, epoch, m, warned)
-        except StopTraining:
-            stop = True
-        if stop or (valid and bad >= config.patience):
+        if stopped:
             break
     if best_state is not None:
         module.load_state_dict(best_state)
