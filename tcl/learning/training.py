@@ -509,6 +509,8 @@ def _train_ranking(
         optim.load_state_dict(saved["optim"])
         rng.bit_generator.state = saved["numpy_rng"]
         torch.set_rng_state(saved["torch_rng"])
+        if saved.get("cuda_rng") and device.type == "cuda":
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
         best_score, best_state, best_epoch = saved["best_score"], saved["best_state"], saved["best_epoch"]
         bad, history, epoch, stopped = saved["bad"], saved["history"], saved["epoch"], saved["stopped"]
         _emit(f"[{name}] resuming after epoch {epoch} (state in {path})", config.verbose)
@@ -571,6 +573,7 @@ def _train_ranking(
                     "optim": optim.state_dict(),
                     "numpy_rng": rng.bit_generator.state,
                     "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state_all() if device.type == "cuda" else [],
                     "best_score": best_score,
                     "best_state": best_state,
                     "best_epoch": best_epoch,
