@@ -448,8 +448,8 @@ def _load_state(path: Path, key: str) -> dict[str, Any] | None:
         return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same advice
-        raise TclError(f"{path}: cannot read this saved training state ({exc}); delete it to start afresh") from None
+    except Exception:  # noqa: BLE001 - any unreadable file gets the same advice (torch's own text is cryptic)
+        raise TclError(f"{path}: cannot be read as a saved training state; delete it to start afresh") from None
     if not isinstance(state, dict) or state.get("key") != key:
         raise TclError(
             f"{path}: holds the state of a training with other data, options or seed; delete it to start afresh"
