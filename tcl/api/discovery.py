@@ -107,14 +107,19 @@ class Registry:
 RUNTIME_HINTS = frozenset({"threads", "verbose", "cache_dir", "device", "seed"})
 
 
-def declared_hints(factory: Any, options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` without the runtime hints ``factory`` does not declare."""
+def _parameters(factory: Any) -> list[inspect.Parameter] | None:
+    """The parameters of ``factory`` (a deferred one resolved), or None when it has no signature."""
     target = factory.resolve() if isinstance(factory, registrations.Deferred) else factory
     try:
-        parameters = inspect.signature(target).parameters.values()
-    except (TypeError, ValueError):  # no signature to read: pass everything
-        return options
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def declared_hints(factory: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without the runtime hints ``factory`` does not declare."""
+    parameters = _parameters(factory)
+    if parameters is None or any(p.kind is p.VAR_KEYWORD for p in parameters):  # pass everything
         return options
     declared = {p.name for p in parameters}
     return {k: v for k, v in options.items() if k in declared or k not in RUNTIME_HINTS}
@@ -123,11 +128,7 @@ def declared_hints(factory: Any, options: dict[str, Any]) -> dict[str, Any]:
 def names_parameter(factory: Any, name: str) -> bool:
     """Whether ``factory`` names ``name`` among its parameters (``**kwargs`` does not count): for an
     option only some plugins understand, given only to those."""
-    target = factory.resolve() if isinstance(factory, registrations.Deferred) else factory
-    try:
-        return name in inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        return False
+    return any(p.name == name and p.kind is not p.VAR_KEYWORD for p in _parameters(factory) or ())
 
 
 def singular(point: str) -> str:
