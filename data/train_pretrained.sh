@@ -3,8 +3,8 @@
 # CPU profile and model, 30 epochs at most, seed 0.
 # - x86-avx2: on the training networks of data/dataset (data/split.toml; its validation networks
 #   for early stopping and the kept epoch, by validation pairwise accuracy), so the test
-#   networks stay unseen. The shipped ones learnt from data/dataset as of commit ccb4a65
-#   (`git checkout ccb4a65 -- data/dataset` to train on exactly that).
+#   networks stay unseen. The shipped ones learnt from data/dataset as of commit c5faabb
+#   (`git checkout c5faabb -- data/dataset` to train on exactly that).
 # - x86-avx512, x86-generic (data/dataset has no records of them yet): on data/bundled with
 #   bert-tiny held out, keeping the epoch of best validation Top-1 (keep_by=top1) as they were.
 # Usage: data/train_pretrained.sh [PROFILE...]   (default: the three profiles; each run's log is
