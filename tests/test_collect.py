@@ -235,7 +235,7 @@ def test_ctrl_c_while_drawing_the_pool_stops_at_once(workload_dir, tmp_path):
     assert not (out / RECORD_FILE).exists()  # it was still drawing: nothing measured
 
 
-@pytest.mark.slow  # ~40 s: everything runs beside two busy loops (the idle-only test below covers the load monitor)
+@pytest.mark.slow  # ~40 s: everything runs beside two busy loops
 def test_collect_warns_about_programs_timed_while_others_use_the_cpu(workload_dir, tmp_path):
     from conftest import foreign_busy_loop
 
@@ -247,6 +247,7 @@ def test_collect_warns_about_programs_timed_while_others_use_the_cpu(workload_di
     assert "warning: other processes are using" in proc.stderr
 
 
+@pytest.mark.slow  # ~40 s, and it needs the machine to itself: a collection beside two busy loops
 def test_idle_only_times_a_loaded_batch_again_and_the_manifest_says_so(workload_dir, tmp_path):
     from conftest import foreign_busy_loop
 
@@ -269,7 +270,7 @@ def test_idle_only_times_a_loaded_batch_again_and_the_manifest_says_so(workload_
     assert sum(p.ok for _, progs in load_records(out) for p in progs) == 6
 
 
-@pytest.mark.slow  # ~60 s: two idle-only collections taking turns (the idle-only test above stays in the default run)
+@pytest.mark.slow  # ~60 s: two idle-only collections taking turns
 def test_two_idle_only_collections_on_one_machine_take_turns(workload_dir, tmp_path):
     """Each would see the other as load and wait for ever; taking turns, both finish with
     every timing taken while the other one waited."""

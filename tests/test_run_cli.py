@@ -40,6 +40,7 @@ full = false
 """
 
 
+@pytest.mark.slow  # ~30 s: a sampling experiment (the example package's plugins are used in test_plugins.py)
 def test_sampling_config_with_a_third_party_sampler_runs_end_to_end(tmp_path, install_plugin, small_records):
     config = write_config(tmp_path, SAMPLING.replace("SAMPLERS", '["rdu", "every-kth"]'), data=small_records)
     out = tmp_path / "out"

@@ -47,6 +47,7 @@ def test_train_writes_a_checkpoint(checkpoint):
     assert (checkpoint / "weights.pt").is_file()
 
 
+@pytest.mark.slow  # ~27 s: three evaluations (other eval tests stay in the default run)
 def test_eval_prints_metrics_for_all_or_some_networks(checkpoint, small_records):
     args = ["eval", "--model", str(checkpoint), "--data", str(small_records), "--profile", "x86-avx2", "--json"]
     proc = run_tcl(*args)
@@ -201,6 +202,7 @@ def test_xgb_trains_from_the_cli_with_the_default_threads(two_tasks, tmp_path):
     assert json.loads((out / "config.json").read_text())["hyper_parameters"]["nthread"] == 1
 
 
+@pytest.mark.slow  # ~55 s: a training and four evaluations (the cache's own tests stay in the default run)
 def test_train_and_eval_read_the_feature_cache_unless_told_not_to(two_tasks, tmp_path):
     """xgb's per-store features replay each program's trace: what the cache saves. An eval reads
     the entries the cache holds (emptied ones change its scores); --no-feature-cache ignores them."""
