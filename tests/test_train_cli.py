@@ -118,7 +118,7 @@ def test_an_interrupted_training_resumes_to_the_weights_of_an_unbroken_one(small
     assert proc.returncode == 0, proc.stderr
     assert "] resuming after epoch 1 (state in" in proc.stderr and not state.exists()
     resumed_epochs = [line for line in proc.stderr.splitlines() if "] epoch " in line]
-    assert [line.split("] ")[1].split()[:2] for line in resumed_epochs] == [["epoch", "2/2"]]
+    assert len(resumed_epochs) == 1 and "] epoch 2/2 " in resumed_epochs[0]
     a = torch.load(whole / "weights.pt", weights_only=True)
     b = torch.load(broken / "weights.pt", weights_only=True)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -202,7 +202,7 @@ def test_xgb_trains_from_the_cli_with_the_default_threads(two_tasks, tmp_path):
     assert json.loads((out / "config.json").read_text())["hyper_parameters"]["nthread"] == 1
 
 
-@pytest.mark.slow  # ~55 s: a training and four evaluations (the cache's own tests stay in the default run)
+@pytest.mark.slow  # ~55 s: a training and three evaluations (the cache's own tests stay in the default run)
 def test_train_and_eval_read_the_feature_cache_unless_told_not_to(two_tasks, tmp_path):
     """xgb's per-store features replay each program's trace: what the cache saves. An eval reads
     the entries the cache holds (emptied ones change its scores); --no-feature-cache ignores them."""
