@@ -4,8 +4,9 @@ rebuild its first ``--records`` measured candidates (one at a time, in tuning's 
 build worker; the methods take turns in each of ``--repeats`` rounds, so a slow phase of the
 machine hits them alike), how often its candidates chose each explicit unroll depth
 (MetaSchedule samples 0, 16, 64 or 512 per candidate; deeper unrolling gives LLVM more code to
-compile) and the median build seconds of a candidate at each depth. No cost model is loaded: if the times differ here too, the difference
-lies in the candidates each model picked, not in the model running beside the builder.
+compile) and the median build seconds of a candidate at each depth. No cost model is loaded:
+if the times differ here too, the difference lies in the candidates each model picked, not in
+the model running beside the builder.
 
     python benchmarks/bench_build_by_method.py --runs DIR [--methods xgb,mlp,mamba]
 
@@ -26,11 +27,6 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 UNROLL_DEPTHS = [0, 16, 64, 512]
-BATCH = 16
-
-
-def _depth_order(item: tuple[str, object]) -> int:
-    return -1 if item[0] == "None" else int(item[0])
 
 
 def unroll_depth(rec) -> int | None:
@@ -42,23 +38,24 @@ def unroll_depth(rec) -> int | None:
     return None
 
 
-def scheduled_modules(records: list) -> list:
-    import tvm
-
-    mods = []
-    for rec in records:
-        sch = tvm.s_tir.Schedule(rec.workload.mod)
-        rec.trace.apply_to_schedule(sch, remove_postproc=False)
-        mods.append((sch.mod, rec.target, unroll_depth(rec)))
-    return mods
+def by_depth(values: dict) -> dict[str, object]:
+    """``values`` keyed by unroll depth, shallowest first (no choice first), as JSON keys."""
+    return {str(d): values[d] for d in sorted(values, key=lambda d: -1 if d is None else d)}
 
 
-def build_seconds(builder, mods: list) -> list[float]:
-    """Seconds to build each module, one call each."""
+def scheduled(rec) -> tuple:
+    """The record's program (its trace replayed on its workload) and its target."""
+    from tcl.records.pools import trace_to_schedule
+
+    return trace_to_schedule(rec.workload.mod, rec.trace.as_json()).mod, rec.target
+
+
+def build_seconds(builder, programs: list) -> list[float]:
+    """Seconds to build each ``(module, target)``, one call each."""
     from tvm.s_tir.meta_schedule.builder import BuilderInput
 
     seconds = []
-    for mod, target, _ in mods:
+    for mod, target in programs:
         began = time.perf_counter()
         (result,) = builder.build([BuilderInput(mod, target)])
         seconds.append(time.perf_counter() - began)
@@ -81,36 +78,36 @@ def main() -> None:
 
     methods = [m for m in args.methods.split(",") if m]
     records = {m: ms.database.JSONDatabase(work_dir=str(args.runs / m)).get_all_tuning_records() for m in methods}
-    mods = {m: scheduled_modules(records[m][: args.records]) for m in methods}
+    depths = {m: [unroll_depth(r) for r in records[m]] for m in methods}
+    programs = {m: [scheduled(r) for r in records[m][: args.records]] for m in methods}
     builder = FastLocalBuilder()
-    build_seconds(builder, mods[methods[0]][:1])  # start the worker before anything is timed
+    build_seconds(builder, programs[methods[0]][:1])  # start the worker before anything is timed
     totals: dict[str, list[float]] = {m: [] for m in methods}
-    by_depth: dict[str, list[float]] = {}
+    seconds_at: dict[int | None, list[float]] = {}
     for _ in range(args.repeats):
         for m in methods:
-            seconds = build_seconds(builder, mods[m])
+            seconds = build_seconds(builder, programs[m])
             totals[m].append(round(sum(seconds), 2))
-            for (_, _, depth), sec in zip(mods[m], seconds):
-                by_depth.setdefault(str(depth), []).append(sec)
+            for depth, sec in zip(depths[m], seconds):
+                seconds_at.setdefault(depth, []).append(sec)
     builder.close()
     first = methods[0]
     median = {m: statistics.median(totals[m]) for m in methods}
-    counts = {m: Counter(str(unroll_depth(r)) for r in records[m]) for m in methods}
     print(
         json.dumps(
             {
                 "runs": str(args.runs),
-                "records_built": {m: len(mods[m]) for m in methods},
+                "records_built": {m: len(programs[m]) for m in methods},
                 "build_s": totals,
                 "median_build_s": median,
                 f"ratio_to_{first}": {m: round(median[m] / median[first], 3) for m in methods},
-                "median_candidate_build_s_by_unroll_depth": {
-                    d: round(statistics.median(v), 3) for d, v in sorted(by_depth.items(), key=_depth_order)
-                },
-                "candidates_built_by_unroll_depth": {
-                    d: len(v) // args.repeats for d, v in sorted(by_depth.items(), key=_depth_order)
-                },
-                "unroll_depth_counts": {m: dict(sorted(counts[m].items(), key=_depth_order)) for m in methods},
+                "median_candidate_build_s_by_unroll_depth": by_depth(
+                    {d: round(statistics.median(v), 3) for d, v in seconds_at.items()}
+                ),
+                "candidates_built_by_unroll_depth": by_depth(
+                    {d: len(v) // args.repeats for d, v in seconds_at.items()}
+                ),
+                "unroll_depth_counts": {m: by_depth(Counter(depths[m])) for m in methods},
                 "records_counted": {m: len(records[m]) for m in methods},
             }
         )

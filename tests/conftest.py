@@ -4,6 +4,7 @@ runner for the real ``tcl`` command."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -125,9 +126,14 @@ def run_tcl(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
 
 
 def start_tcl(*args: str, **popen_kwargs) -> subprocess.Popen:
-    """Start the real CLI in a subprocess, output discarded unless ``popen_kwargs`` say otherwise."""
+    """Start the real CLI in a subprocess, output discarded unless ``popen_kwargs`` say otherwise.
+
+    SIGINT starts at its default in the child, as from a terminal: a shell running the suite as
+    a background job starts it ignored, and Python then never raises KeyboardInterrupt, so
+    the tests that interrupt a command would not interrupt it."""
     popen_kwargs.setdefault("stdout", subprocess.DEVNULL)
     popen_kwargs.setdefault("stderr", subprocess.DEVNULL)
+    popen_kwargs.setdefault("preexec_fn", functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
     return subprocess.Popen([sys.executable, "-m", "tcl.cli.main", *args], env=tcl_env(), **popen_kwargs)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import signal
 import time
@@ -101,10 +100,7 @@ def test_an_interrupted_training_resumes_to_the_weights_of_an_unbroken_one(small
 
     log = tmp_path / "broken.log"
     with open(log, "wb") as fh:
-        # SIGINT back to its default in the child: a shell running this suite as a background
-        # job starts it ignored, and Python then never raises KeyboardInterrupt
-        restore = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
-        proc = start_tcl(*args, "--out", str(broken), stderr=fh, preexec_fn=restore)
+        proc = start_tcl(*args, "--out", str(broken), stderr=fh)
         deadline = time.monotonic() + 300
         while b"epoch 1/2" not in log.read_bytes():
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
