@@ -6,7 +6,10 @@ machine hits them alike), how often its candidates chose each explicit unroll de
 (MetaSchedule samples 0, 16, 64 or 512 per candidate; deeper unrolling gives LLVM more code to
 compile) and the median build seconds of a candidate at each depth. No cost model is loaded:
 if the times differ here too, the difference lies in the candidates each model picked, not in
-the model running beside the builder.
+the model running beside the builder. From the records' measured latencies it also says
+what the deepest unrolling buys: for how many tasks the best record is 512-deep, and how much
+higher the task-weighted estimate (the sum of weight x best latency) would be with only the
+records of depth 64 or less.
 
     python benchmarks/bench_build_by_method.py --runs DIR [--methods xgb,mlp,mamba]
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import time
@@ -43,6 +47,38 @@ def by_depth(values: dict) -> dict[str, object]:
     return {str(d): values[d] for d in sorted(values, key=lambda d: -1 if d is None else d)}
 
 
+def latency(rec) -> float | None:
+    """The record's fastest repeat in seconds, as the tuning curve counts it; None when it
+    did not run."""
+    secs = [float(s) for s in (rec.run_secs or [])]
+    return min(secs) if secs and all(0 < s < 1e9 for s in secs) else None
+
+
+def what_512_buys(records: list, weights: dict[str, float]) -> dict[str, object]:
+    """Tasks whose best record is 512-deep, and the task-weighted estimate with records of
+    depth <= 64 only over the estimate with all records."""
+    from tcl.records.pools import workload_json
+
+    best: dict[str, tuple[float, int | None]] = {}
+    capped: dict[str, float] = {}
+    for rec in records:
+        seconds = latency(rec)
+        if seconds is None:
+            continue
+        key, _ = workload_json(rec.workload.mod)
+        depth = unroll_depth(rec)
+        best[key] = min(best.get(key, (math.inf, None)), (seconds, depth), key=lambda t: t[0])
+        if depth is None or depth <= 64:
+            capped[key] = min(capped.get(key, math.inf), seconds)
+    full = sum(weights[k] * seconds for k, (seconds, _) in best.items())
+    shallow = sum(weights[k] * capped.get(k, math.inf) for k in best)
+    return {
+        "tasks": len(best),
+        "tasks_best_at_512": sum(depth == 512 for _, depth in best.values()),
+        "estimate_ratio_without_512": round(shallow / full, 4) if math.isfinite(shallow) else None,
+    }
+
+
 def scheduled(rec) -> tuple:
     """The record's program (its trace replayed on its workload) and its target."""
     from tcl.records.pools import trace_to_schedule
@@ -64,6 +100,12 @@ def build_seconds(builder, programs: list) -> list[float]:
     return seconds
 
 
+def task_weights(run_dir: Path) -> dict[str, float]:
+    """Each task's weight in the network, by workload key, from the run's manifest."""
+    manifest = json.loads((run_dir / "tcl_manifest.json").read_text())
+    return {t["key"]: float(t["weight"]) for t in manifest["tasks"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", required=True, type=Path)
@@ -79,6 +121,8 @@ def main() -> None:
     methods = [m for m in args.methods.split(",") if m]
     records = {m: ms.database.JSONDatabase(work_dir=str(args.runs / m)).get_all_tuning_records() for m in methods}
     depths = {m: [unroll_depth(r) for r in records[m]] for m in methods}
+    weights = {m: task_weights(args.runs / m) for m in methods}
+    bought = {m: what_512_buys(records[m], weights[m]) for m in methods}
     programs = {m: [scheduled(r) for r in records[m][: args.records]] for m in methods}
     builder = FastLocalBuilder()
     build_seconds(builder, programs[methods[0]][:1])  # start the worker before anything is timed
@@ -109,6 +153,7 @@ def main() -> None:
                 ),
                 "unroll_depth_counts": {m: by_depth(Counter(depths[m])) for m in methods},
                 "records_counted": {m: len(records[m]) for m in methods},
+                "what_512_buys": bought,
             }
         )
     )
