@@ -54,19 +54,22 @@ def latency(rec) -> float | None:
     return min(secs) if secs and all(0 < s < 1e9 for s in secs) else None
 
 
-def what_512_buys(records: list, weights: dict[str, float]) -> dict[str, object]:
+def what_512_buys(records: list, depths: list[int | None], weights: dict[str, float]) -> dict[str, object]:
     """Tasks whose best record is 512-deep, and the task-weighted estimate with records of
-    depth <= 64 only over the estimate with all records."""
+    depth <= 64 only over the estimate with all records (``depths``: each record's
+    :func:`unroll_depth`)."""
     from tcl.records.pools import workload_json
 
+    # one structural hash per workload, not per record: the database shares each workload
+    # object among its records, and hashing a module is the slow part of this function
+    keys = {workload: workload_json(workload.mod)[0] for workload in {rec.workload for rec in records}}
     best: dict[str, tuple[float, int | None]] = {}
     capped: dict[str, float] = {}
-    for rec in records:
+    for rec, depth in zip(records, depths):
         seconds = latency(rec)
         if seconds is None:
             continue
-        key, _ = workload_json(rec.workload.mod)
-        depth = unroll_depth(rec)
+        key = keys[rec.workload]
         best[key] = min(best.get(key, (math.inf, None)), (seconds, depth), key=lambda t: t[0])
         if depth is None or depth <= 64:
             capped[key] = min(capped.get(key, math.inf), seconds)
@@ -122,7 +125,7 @@ def main() -> None:
     records = {m: ms.database.JSONDatabase(work_dir=str(args.runs / m)).get_all_tuning_records() for m in methods}
     depths = {m: [unroll_depth(r) for r in records[m]] for m in methods}
     weights = {m: task_weights(args.runs / m) for m in methods}
-    bought = {m: what_512_buys(records[m], weights[m]) for m in methods}
+    bought = {m: what_512_buys(records[m], depths[m], weights[m]) for m in methods}
     programs = {m: [scheduled(r) for r in records[m][: args.records]] for m in methods}
     builder = FastLocalBuilder()
     build_seconds(builder, programs[methods[0]][:1])  # start the worker before anything is timed
